@@ -1,0 +1,154 @@
+#!/usr/bin/python
+# Copyright (c) 2026, trainstack.cluster developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: topology_facts
+short_description: Gather CPU, NUMA, GPU, PCI, NVLink and RDMA topology facts
+description:
+  - Reads C(/proc), C(/sys) and C(nvidia-smi) on the target and returns the C(trainstack_topology) fact.
+  - Every source is optional. A host without GPUs, without C(nvidia-smi) or without InfiniBand gets empty
+    lists (or V(null) values) for what is missing; the module never fails because a source is absent.
+  - With O(root) pointing at a recorded tree the module reads that tree instead of the live host and replays
+    recorded command outputs from C(<root>/.commands/<key>.txt) instead of running commands. Keys are
+    C(nvidia-smi_query-gpu), C(nvidia-smi_topo-m), C(nvidia-smi_nvlink-s), C(nvidia-smi_q) and C(uname-m);
+    a missing file stands for a missing command.
+extends_documentation_fragment:
+  - trainstack.cluster.attributes
+  - trainstack.cluster.attributes.facts
+options:
+  root:
+    description:
+      - Directory that holds the C(sys) and C(proc) trees to read.
+      - Anything other than C(/) switches commands to replay mode (see the description).
+    type: path
+    default: /
+  nvidia_smi_path:
+    description:
+      - Name or absolute path of C(nvidia-smi). A bare name is searched in E(PATH) and C(/usr/local/nvidia/bin).
+    type: str
+    default: nvidia-smi
+  command_timeout:
+    description:
+      - Seconds after which an external command counts as unavailable (a wedged GPU can hang C(nvidia-smi)).
+    type: int
+    default: 30
+author:
+  - trainstack.cluster developers
+"""
+
+EXAMPLES = r"""
+- name: Gather topology facts
+  trainstack.cluster.topology_facts:
+
+- name: Show the GPU to GPU and GPU to NIC matrix
+  ansible.builtin.debug:
+    var: ansible_facts['trainstack_topology']['distances']['matrix']
+
+- name: Read a recorded host
+  trainstack.cluster.topology_facts:
+    root: /srv/captures/node042
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts to add to C(ansible_facts).
+  returned: always
+  type: complex
+  contains:
+    trainstack_topology:
+      description: Topology of the host. Values that a source could not provide are V(null).
+      returned: always
+      type: complex
+      contains:
+        cpu:
+          description:
+            - CPU identity from C(/proc/cpuinfo) and C(uname -m). Keys C(arch), C(vendor), C(model_name),
+              C(family_id), C(model_id) (decimal CPUID), C(sockets), C(cores_per_socket), C(threads_per_core),
+              C(logical_cpus), C(online) (cpu list). V(null) when C(/proc/cpuinfo) is unreadable.
+          type: dict
+          returned: always
+          sample: {arch: x86_64, vendor: GenuineIntel, family_id: 6, model_id: 207, sockets: 1, cores_per_socket: 32}
+        numa_nodes:
+          description: NUMA nodes with C(id), C(cpulist) and C(cpumap) (32-bit hex groups, highest first, as NCCL wants).
+          type: list
+          elements: dict
+          returned: always
+          sample: [{id: 0, cpulist: 0-31, cpumap: ffffffff}]
+        memory:
+          description: C(total_bytes) and C(total_mib) from C(MemTotal); V(null) when unreadable.
+          type: dict
+          returned: always
+        gpus:
+          description:
+            - One entry per GPU that C(nvidia-smi) lists, sorted by C(index) (the NVML index NCCL calls C(dev)).
+            - Keys C(index), C(name), C(uuid), C(busid) (lowercase C(dddd:bb:dd.f)), C(compute_capability) (C(9.0)),
+              C(sm) (C(90)), C(memory_mib), C(driver_version), C(mig_mode), C(numa_node) (sysfs value, C(-1) kept),
+              C(local_cpulist), C(pci_class), C(vendor_id), C(device_id), C(subsystem_vendor_id),
+              C(subsystem_device_id), C(host_bridge), C(pcie) (C(current_link_speed), C(current_link_width),
+              C(max_link_speed), C(max_link_width) from sysfs), C(pcie_gen_max), C(pcie_width_max) (from
+              C(nvidia-smi)), C(ancestry), C(affinity) (C(cpu_affinity), C(numa_affinity), C(gpu_numa_id) from
+              C(topo -m)) and C(nvlink) (C(active_links), C(link_speed_gbs), C(peers) list of C(index), C(busid), C(count)).
+            - C(ancestry) lists the PCI bridges from the root port down to the device's parent, each with C(busid),
+              C(class), C(vendor_id), C(device_id), C(numa_node) and C(pcie).
+          type: list
+          elements: dict
+          returned: always
+        nvswitch:
+          description: Whether the GPUs' NVLinks go through NVSwitches.
+          type: bool
+          returned: always
+        hcas:
+          description:
+            - RDMA devices from C(/sys/class/infiniband) with C(name), C(busid), C(numa_node), C(pci_class),
+              C(vendor_id), C(device_id), C(host_bridge), C(pcie), C(ancestry), C(node_guid), C(sys_image_guid),
+              C(fw_ver), C(board_id), C(netdevs) and C(ports).
+            - Each port has C(port), C(state) (C(ACTIVE), C(DOWN)), C(state_id), C(phys_state) (C(LinkUp)), C(rate),
+              C(speed_mbps), C(link_layer) (C(InfiniBand) or C(Ethernet) for RoCE), C(lid), C(port_guid) and C(gids)
+              (non-zero entries with C(index), C(gid), C(type) such as C(RoCE v2), C(netdev) and C(ipv4) for
+              IPv4-mapped GIDs).
+          type: list
+          elements: dict
+          returned: always
+        ethernet:
+          description:
+            - Network interfaces other than IPoIB with C(name), C(virtual), C(busid), C(speed_mbps), C(operstate),
+              C(mtu), C(mac), C(numa_node) and C(rdma_device) (the HCA on the same PCI function, for RoCE).
+            - C(virtual) is true without C(/sys/class/net/<name>/device) and for bridges, veth, docker and C(lo).
+          type: list
+          elements: dict
+          returned: always
+        distances:
+          description:
+            - C(matrix) maps C(GPU<index>) and HCA names to each other with nvidia-smi's terms (C(X), C(NV#), C(PIX),
+              C(PXB), C(PHB), C(NODE), C(SYS)).
+            - C(source) is C(nvidia-smi) (parsed C(topo -m)), C(derived) (from PCI ancestry and NUMA) or C(none).
+          type: dict
+          returned: always
+          sample: {source: nvidia-smi, matrix: {GPU0: {GPU0: X, GPU1: NV18}, GPU1: {GPU0: NV18, GPU1: X}}}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.trainstack.cluster.plugins.module_utils._commands import CommandRunner
+from ansible_collections.trainstack.cluster.plugins.module_utils._topology import SysfsTree, collect_topology
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            'root': {'type': 'path', 'default': '/'},
+            'nvidia_smi_path': {'type': 'str', 'default': 'nvidia-smi'},
+            'command_timeout': {'type': 'int', 'default': 30},
+        },
+        supports_check_mode=True,
+    )
+    root = module.params['root']
+    topology = collect_topology(SysfsTree(root), CommandRunner(root, module.params['command_timeout']), module.params['nvidia_smi_path'])
+    module.exit_json(changed=False, ansible_facts={'trainstack_topology': topology})
+
+
+if __name__ == '__main__':
+    main()

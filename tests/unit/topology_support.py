@@ -1,0 +1,58 @@
+# Copyright (c) 2026, trainstack.cluster developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Shared helpers of the topology tests: recorded roots, goldens, module runs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+
+UNIT_DIR = os.path.dirname(os.path.abspath(__file__))
+TOPOLOGY_FIXTURES = os.path.join(UNIT_DIR, 'fixtures', 'topology')
+NCCL_XML_GOLDEN = os.path.join(UNIT_DIR, 'fixtures', 'nccl_xml')
+CASES = ('a100_pcie', 'cpu_only', 'h200_vm', 'hgx_h100', 'ib_down_roce')
+GPU_CASES = ('a100_pcie', 'h200_vm', 'hgx_h100', 'ib_down_roce')
+# Set to rewrite the golden files after a reviewed change of the output.
+UPDATE_GOLDEN = os.environ.get('TRAINSTACK_UPDATE_GOLDEN') == '1'
+
+
+def _load_make_fixtures():
+    spec = importlib.util.spec_from_file_location('make_fixtures', os.path.join(TOPOLOGY_FIXTURES, 'make_fixtures.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+make_fixtures = _load_make_fixtures()
+
+
+def recorded_root(case, directory):
+    """A real root (sysfs names, symlinks, .commands/) unpacked from the case's fixture."""
+    return make_fixtures.materialize(case, str(directory))
+
+
+def golden(path, actual):
+    """Compare actual text with the golden file (or rewrite it when UPDATE_GOLDEN)."""
+    if UPDATE_GOLDEN:
+        with open(path, 'w', encoding='utf-8') as handle:
+            handle.write(actual)
+    with open(path, encoding='utf-8') as handle:
+        return handle.read()
+
+
+def facts_json(facts):
+    return json.dumps(facts, indent=1, sort_keys=True) + '\n'
+
+
+def run_module(main, args, capsys):
+    """Run a module's main() with args; returns its result dict."""
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            main()
+    return json.loads(capsys.readouterr().out)
