@@ -214,7 +214,7 @@ class Hostlist:
         if ranges:
             tail = ranges[-1]
             if tail.hi == lo - 1 and not tail.single and (tail.prefix == prefix or _strnat_key(tail.prefix) == _strnat_key(prefix)):
-                compatible, tail_width, _ = _width_equiv(tail.lo, tail.width, lo, width)
+                compatible, tail_width = _width_equiv(tail.lo, tail.width, lo, width)[:2]
                 if compatible:
                     tail.width = tail_width
                     tail.hi = hi

@@ -17,7 +17,7 @@ description:
     C(DRAIN) flag.
   - All nodes that need a change are updated with one C(scontrol update) call.
 author:
-  - trainstack.cluster developers
+  - trainstack.cluster developers (@trainstack)
 extends_documentation_fragment:
   - trainstack.cluster.attributes
 attributes:

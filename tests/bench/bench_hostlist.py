@@ -27,7 +27,7 @@ def main():
     shuffled = list(sorted_names)
     rng.shuffle(shuffled)
     gappy = ['rack%02d-n%03d' % (i // 100, i % 100) for i in range(0, 2 * COUNT, 2)]
-    mixed = [rng.choice(['gpu', 'cpu', 'node-', 'login']) + str(rng.randint(0, 5000)).zfill(rng.choice([1, 3, 4])) for _ in range(COUNT)]
+    mixed = [rng.choice(['gpu', 'cpu', 'node-', 'login']) + str(rng.randint(0, 5000)).zfill(rng.choice([1, 3, 4])) for dummy in range(COUNT)]
     expression = compress(sorted_names)
     many_ranges = compress(gappy)
 

@@ -226,7 +226,7 @@ def _written(rng, num):
 
 def _bracket(rng):
     parts = []
-    for _ in range(rng.randint(1, 4)):
+    for dummy in range(rng.randint(1, 4)):
         lo = _number(rng)
         if rng.random() < 0.4:
             parts.append(_written(rng, lo))
@@ -260,11 +260,11 @@ def _item(rng, previous):
 
 def random_expressions(seed=DIFF_SEED, count=DIFF_CASES):
     rng = random.Random(seed)
-    for _ in range(count):
+    for dummy in range(count):
         items = []
-        for _ in range(rng.randint(1, 25)):
+        for dummy in range(rng.randint(1, 25)):
             items.append(_item(rng, items))
-        separators = [rng.choice([',', ',', ',', ' ', '\t', ',,', ', ']) for _ in items]
+        separators = [rng.choice([',', ',', ',', ' ', '\t', ',,', ', ']) for dummy in items]
         yield ''.join(item + sep for item, sep in zip(items, separators)).rstrip(', \t')
 
 
