@@ -1,0 +1,90 @@
+# Copyright (c) 2026, trainstack.cluster developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A bad inventory value stops site.yml in preflight, before any host changes, naming the variable.
+
+Runs the real site.yml in check mode against this machine (connection local) with one bad
+extra variable each, and reads the JSON callback's account of what ran.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+PLAYBOOK = os.path.join(ROOT, "site.yml")
+ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+
+CASES = [
+    ("base_hosts_manage", '{"base_hosts_manage": "maybe"}', "base_hosts_manage"),
+    ("no-time-source", '{"base_chrony_pools": [], "base_chrony_servers": []}', "base_chrony_pools"),
+    ("bad-address", '{"base_host_address": "gpu-01"}', "base_host_address"),
+    ("unknown-type", '{"base_packages_extra": {"a": 1}}', "base_packages_extra"),
+    ("unsupported-os", '{"preflight_supported_os": {"Plan9": ["4"]}}', "preflight_supported_os"),
+    ("missing-group", '{"preflight_required_groups": ["slurm_compute"]}', "preflight_required_groups"),
+    ("python-format", '{"preflight_min_python": "three"}', "preflight_min_python"),
+]
+
+
+def run_site(extra_vars, *options):
+    env = dict(os.environ)
+    env.update(
+        ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+        ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"),
+        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
+        ANSIBLE_NOCOLOR="1",
+    )
+    cmd = [ANSIBLE_PLAYBOOK, "-i", "localhost,", "-c", "local", "--check", PLAYBOOK, "-e", extra_vars,
+           "-e", "ansible_python_interpreter=" + sys.executable] + list(options)
+    proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    return proc.returncode, json.loads(proc.stdout), proc.stderr
+
+
+def failures_and_changes(report):
+    """Return (failed results as (play, result json) pairs, changed task names, play names)."""
+    failed, changed, plays = [], [], []
+    for play in report["plays"]:
+        plays.append(play["play"]["name"])
+        for task in play["tasks"]:
+            for result in task["hosts"].values():
+                text = json.dumps(result)
+                if result.get("failed") or '"failed": true' in text:
+                    failed.append((play["play"]["name"], text))
+                if result.get("changed"):
+                    changed.append(task["task"]["name"])
+    return failed, changed, plays
+
+
+@pytest.mark.skipif(not os.path.exists(ANSIBLE_PLAYBOOK), reason="ansible-playbook is not beside this Python")
+@pytest.mark.parametrize(("extra_vars", "variable"), [case[1:] for case in CASES], ids=[case[0] for case in CASES])
+def test_bad_value_stops_in_preflight(extra_vars, variable):
+    returncode, report, stderr = run_site(extra_vars)
+    failed, changed, plays = failures_and_changes(report)
+    assert returncode != 0, stderr
+    assert failed, "no task failed"
+    assert all(play.startswith("Preflight") for play, text in failed), failed
+    assert any(variable in text for play, text in failed), failed
+    assert changed == []
+    assert plays == [plays[0]] and plays[0].startswith("Preflight"), plays
+
+
+@pytest.mark.parametrize("tags", ["preflight", "base"])
+def test_bad_value_stops_any_tagged_run(tags):
+    returncode, report, stderr = run_site('{"base_hosts_manage": "maybe"}', "--tags", tags)
+    failed, changed, plays = failures_and_changes(report)
+    assert returncode != 0, stderr
+    assert any("base_hosts_manage" in text for play, text in failed), failed
+    assert changed == [] and plays[0].startswith("Preflight")
+
+
+def test_good_values_pass_preflight():
+    # --tags preflight: validate only, as a user would before a change window.
+    returncode, report, stderr = run_site('{"base_chrony_servers": ["10.0.0.1"]}', "--tags", "preflight")
+    failed, changed, plays = failures_and_changes(report)
+    assert (returncode, failed, changed) == (0, [], []), stderr
+    assert plays[0].startswith("Preflight")
