@@ -47,7 +47,7 @@ options:
     type: bool
     default: false
 author:
-  - trainstack.cluster developers
+  - trainstack.cluster developers (@trainstack)
 """
 
 EXAMPLES = r"""

@@ -37,7 +37,7 @@ options:
     type: int
     default: 30
 author:
-  - trainstack.cluster developers
+  - trainstack.cluster developers (@trainstack)
 """
 
 EXAMPLES = r"""

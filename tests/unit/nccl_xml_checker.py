@@ -73,6 +73,9 @@ def _parse(text, errors):
         line = raw.rstrip('\r')
         if not line.strip():
             continue
+        if '<' not in line and '>' not in line:
+            errors.append(('text', 'line %d: text content is not allowed: %r' % (number, line)))
+            continue
         if line.count('<') != 1 or line.count('>') != 1:
             errors.append(('one-tag-per-line', 'line %d: exactly one complete tag per line: %r' % (number, line)))
             continue
@@ -171,8 +174,7 @@ def _require(element, errors, name, pattern=None, choices=None):
 
 
 def _system(element, errors):
-    if element.attributes.get('version') != '1':
-        errors.append(('required', 'line %d: <system version="1"> required' % element.line))
+    _require(element, errors, 'version', choices={'1'})
 
 
 def _cpu(element, errors):
