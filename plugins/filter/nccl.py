@@ -1,0 +1,158 @@
+# Copyright (c) 2026, trainstack.cluster developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""NCCL settings for /etc/nccl.conf, derived from topology facts plus inventory overrides (controller side, pure)."""
+
+from __future__ import annotations
+
+import re
+
+from ansible.errors import AnsibleFilterError
+
+# Keys NCCL reads from its environment / config file (NCCL 2.18 - 2.30 user guide, env.rst).
+KNOWN_SETTINGS = frozenset("""
+NCCL_ALGO NCCL_BUFFSIZE NCCL_CGA_CLUSTER_SIZE NCCL_CHECK_POINTERS NCCL_COLLNET_ENABLE
+NCCL_COLLNET_NODE_THRESHOLD NCCL_COMM_BLOCKING NCCL_CROSS_NIC NCCL_CUMEM_ENABLE NCCL_CUMEM_HOST_ENABLE
+NCCL_DEBUG NCCL_DEBUG_FILE NCCL_DEBUG_SUBSYS NCCL_DMABUF_ENABLE NCCL_GDRCOPY_ENABLE NCCL_GRAPH_MIXING_SUPPORT
+NCCL_GRAPH_REGISTER NCCL_HOSTID NCCL_IB_ADAPTIVE_ROUTING NCCL_IB_ADDR_FAMILY NCCL_IB_ADDR_RANGE
+NCCL_IB_AR_THRESHOLD NCCL_IB_CUDA_SUPPORT NCCL_IB_DISABLE NCCL_IB_ECE_ENABLE NCCL_IB_FIFO_TC
+NCCL_IB_GID_INDEX NCCL_IB_HCA NCCL_IB_MERGE_NICS NCCL_IB_MERGE_VFS NCCL_IB_PCI_RELAXED_ORDERING
+NCCL_IB_QPS_PER_CONNECTION NCCL_IB_RETRY_CNT NCCL_IB_RETURN_ASYNC_EVENTS NCCL_IB_ROCE_VERSION_NUM NCCL_IB_SL
+NCCL_IB_SPLIT_DATA_ON_QPS NCCL_IB_TC NCCL_IB_TIMEOUT NCCL_IB_USE_INLINE NCCL_IGNORE_CPU_AFFINITY
+NCCL_LAUNCH_MODE NCCL_LOCAL_REGISTER NCCL_MAX_CTAS NCCL_MAX_NCHANNELS NCCL_MIN_CTAS NCCL_MIN_NCHANNELS
+NCCL_MNNVL_ENABLE NCCL_NCHANNELS_PER_NET_PEER NCCL_NET NCCL_NET_FORCE_FLUSH NCCL_NET_GDR_LEVEL
+NCCL_NET_GDR_READ NCCL_NET_PLUGIN NCCL_NET_SHARED_BUFFERS NCCL_NET_SHARED_COMMS NCCL_NSOCKS_PERTHREAD
+NCCL_NTHREADS NCCL_NVB_DISABLE NCCL_NVLS_CHUNKSIZE NCCL_NVLS_ENABLE NCCL_P2P_DIRECT_DISABLE
+NCCL_P2P_DISABLE NCCL_P2P_LEVEL NCCL_P2P_NET_CHUNKSIZE NCCL_P2P_NVL_CHUNKSIZE NCCL_P2P_PXN_LEVEL
+NCCL_PROFILER_PLUGIN NCCL_PROTO NCCL_PXN_DISABLE NCCL_RAS_ENABLE NCCL_RUNTIME_CONNECT NCCL_SET_STACK_SIZE
+NCCL_SET_THREAD_NAME NCCL_SHM_DISABLE NCCL_SOCKET_FAMILY NCCL_SOCKET_IFNAME NCCL_SOCKET_NTHREADS
+NCCL_SOCKET_RETRY_CNT NCCL_SOCKET_RETRY_SLEEP_MSEC NCCL_TOPO_DUMP_FILE NCCL_TOPO_FILE NCCL_TUNER_PLUGIN
+NCCL_WORK_FIFO_DEPTH
+""".split())
+
+# Never system-wide: a graph file describes one job's GPU set and breaks jobs with fewer GPUs.
+FORBIDDEN_SETTINGS = frozenset(["NCCL_GRAPH_FILE", "NCCL_CONF_FILE"])
+
+# Debugging knobs NVIDIA advises against in production; a wrong value can halve bandwidth.
+DISCOURAGED_SETTINGS = frozenset(["NCCL_P2P_LEVEL", "NCCL_NET_GDR_LEVEL", "NCCL_ALGO", "NCCL_PROTO"])
+
+# Interfaces that never carry NCCL's bootstrap traffic: loopback, container and VM bridges, tunnels.
+_NOT_A_SOCKET_INTERFACE = re.compile(r"^(lo|docker\d*|virbr\d*|br-.*|veth.*|cni\d*|flannel.*|cali.*|tun\d*|tap\d*|vxlan.*)$")
+_KEY = re.compile(r"^NCCL_[A-Z0-9_]+$")
+MAX_IB_HCA_ENTRIES = 32
+
+
+def _error(message):
+    raise AnsibleFilterError("nccl_settings: " + message)
+
+
+def check_overrides(overrides, allow_unknown=False):
+    """Validate inventory overrides; return them as a dict of str -> str (None kept: it removes a derived key)."""
+    if overrides is None:
+        return {}
+    if not isinstance(overrides, dict):
+        _error("must be a dictionary of NCCL_* keys, got %s" % type(overrides).__name__)
+    checked = {}
+    for key, value in overrides.items():
+        if not isinstance(key, str) or not _KEY.match(key):
+            _error("key %r is not an NCCL variable name (NCCL_[A-Z0-9_]+)" % (key,))
+        if key in FORBIDDEN_SETTINGS:
+            _error("%s must never be set system-wide (it breaks jobs that use fewer GPUs or another config)" % key)
+        if key not in KNOWN_SETTINGS and not allow_unknown:
+            _error("unknown key %s; set nccl_allow_unknown_settings: true if your NCCL version reads it" % key)
+        if value is None:
+            checked[key] = None
+            continue
+        if isinstance(value, bool):
+            value = int(value)
+        if not isinstance(value, (str, int, float)):
+            _error("%s must be a string or a number, got %s" % (key, type(value).__name__))
+        text = str(value)
+        if "\n" in text or "\r" in text:
+            _error("%s must be a single line" % key)
+        checked[key] = text
+    return checked
+
+
+def socket_interface(topology, management_interface):
+    """The interface NCCL bootstraps over: the management interface unless it is virtual plumbing."""
+    if management_interface and not _NOT_A_SOCKET_INTERFACE.match(management_interface):
+        return management_interface
+    for nic in (topology or {}).get("ethernet") or []:
+        name = nic.get("name") or ""
+        if not nic.get("virtual") and nic.get("operstate") == "up" and not _NOT_A_SOCKET_INTERFACE.match(name):
+            return name
+    return None
+
+
+def active_ib_ports(topology):
+    """(hca, port) for every ACTIVE port, InfiniBand and RoCE alike, in HCA order."""
+    ports = []
+    for hca in (topology or {}).get("hcas") or []:
+        for port in hca.get("ports") or []:
+            if port.get("state") == "ACTIVE":
+                ports.append((hca, port))
+    return ports
+
+
+def roce_gid_index(ports):
+    """The RoCE v2 GID index of the ports' IPv4 addresses, or None where no RoCE port has one."""
+    indexes = {}
+    for hca, port in ports:
+        if port.get("link_layer") != "Ethernet":
+            continue
+        for gid in port.get("gids") or []:
+            if gid.get("type") == "RoCE v2" and gid.get("ipv4"):
+                indexes["%s:%s" % (hca["name"], port["port"])] = gid["index"]
+                break
+    values = sorted(set(indexes.values()))
+    if len(values) > 1:
+        _error("RoCE ports disagree on the RoCE v2 GID index (%s); set NCCL_IB_GID_INDEX in nccl_settings"
+               % ", ".join("%s=%s" % item for item in sorted(indexes.items())))
+    return values[0] if values else None
+
+
+def nccl_settings(topology, management_interface=None, overrides=None, topology_file=None, allow_unknown=False):
+    """Settings for /etc/nccl.conf: derived from the probed topology, then inventory overrides on top.
+
+    A key the inventory sets (or sets to null) is not derived at all, so an override also settles
+    what could not be derived (RoCE ports that disagree, more ports than NCCL_IB_HCA takes).
+    """
+    checked = check_overrides(overrides, allow_unknown)
+    settings = {}
+    interface = socket_interface(topology, management_interface)
+    if interface:
+        settings["NCCL_SOCKET_IFNAME"] = "=" + interface
+    ports = active_ib_ports(topology)
+    if ports and "NCCL_IB_HCA" not in checked:
+        if len(ports) > MAX_IB_HCA_ENTRIES:
+            _error("%d active HCA ports exceed NCCL_IB_HCA's %d entries; set NCCL_IB_HCA in nccl_settings"
+                   % (len(ports), MAX_IB_HCA_ENTRIES))
+        settings["NCCL_IB_HCA"] = "=" + ",".join("%s:%s" % (hca["name"], port["port"]) for hca, port in ports)
+    if ports and "NCCL_IB_GID_INDEX" not in checked:
+        gid_index = roce_gid_index(ports)
+        if gid_index is not None:
+            settings["NCCL_IB_GID_INDEX"] = str(gid_index)
+    if topology_file:
+        settings["NCCL_TOPO_FILE"] = topology_file
+    for key, value in checked.items():
+        if value is None:
+            settings.pop(key, None)
+        else:
+            settings[key] = value
+    return dict(sorted(settings.items()))
+
+
+def nccl_discouraged_settings(overrides):
+    """The override keys NVIDIA advises against in production."""
+    return sorted(key for key in (overrides or {}) if key in DISCOURAGED_SETTINGS)
+
+
+class FilterModule:
+    """NCCL configuration filters."""
+
+    def filters(self):
+        return {
+            "nccl_settings": nccl_settings,
+            "nccl_discouraged_settings": nccl_discouraged_settings,
+        }

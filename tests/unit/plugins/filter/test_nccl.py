@@ -1,0 +1,127 @@
+# Copyright (c) 2026, trainstack.cluster developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""nccl_settings on the recorded topologies (their facts are checked by test_topology_facts)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.trainstack.cluster.plugins.filter.nccl import nccl_discouraged_settings, nccl_settings
+
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "fixtures", "topology")
+TOPO = "/etc/nccl/topology.xml"
+
+
+def topology(case):
+    with open(os.path.join(FIXTURES, case, "expected_facts.json"), encoding="utf-8") as handle:
+        facts = json.load(handle)
+    return facts.get("trainstack_topology", facts)
+
+
+HGX_HCAS = "=" + ",".join("mlx5_%d:1" % i for i in range(8))
+
+
+@pytest.mark.parametrize(
+    ("case", "interface", "overrides", "topology_file", "expected"),
+    [
+        ("hgx_h100", "eno1", None, TOPO,
+         {"NCCL_IB_HCA": HGX_HCAS, "NCCL_SOCKET_IFNAME": "=eno1", "NCCL_TOPO_FILE": TOPO}),
+        # The default route through a bridge: fall back to the first physical interface that is up.
+        ("hgx_h100", "docker0", None, None, {"NCCL_IB_HCA": HGX_HCAS, "NCCL_SOCKET_IFNAME": "=eno1"}),
+        ("hgx_h100", "veth1a2b3c4", None, None, {"NCCL_IB_HCA": HGX_HCAS, "NCCL_SOCKET_IFNAME": "=eno1"}),
+        ("h200_vm", "eth0", None, TOPO, {"NCCL_SOCKET_IFNAME": "=eth0", "NCCL_TOPO_FILE": TOPO}),
+        # The DOWN InfiniBand port is left out; the RoCE port brings the RoCE v2 GID of 10.10.1.21.
+        ("ib_down_roce", "eno1", None, TOPO,
+         {"NCCL_IB_GID_INDEX": "3", "NCCL_IB_HCA": "=mlx5_1:1", "NCCL_SOCKET_IFNAME": "=eno1", "NCCL_TOPO_FILE": TOPO}),
+        ("a100_pcie", "eno1np0", {"NCCL_DEBUG": "WARN", "NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1"}, None,
+         {"NCCL_DEBUG": "WARN", "NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1", "NCCL_SOCKET_IFNAME": "=eno1np0"}),
+        # null removes a derived value; booleans and numbers are written as NCCL reads them.
+        ("a100_pcie", "eno1np0", {"NCCL_IB_HCA": None, "NCCL_IB_DISABLE": True, "NCCL_BUFFSIZE": 8388608}, None,
+         {"NCCL_BUFFSIZE": "8388608", "NCCL_IB_DISABLE": "1", "NCCL_SOCKET_IFNAME": "=eno1np0"}),
+        ("cpu_only", "eno1np0", None, None, {"NCCL_SOCKET_IFNAME": "=eno1np0"}),
+        ("cpu_only", "lo", None, None, {"NCCL_SOCKET_IFNAME": "=eno1np0"}),
+        ({}, None, {"NCCL_DEBUG": "INFO"}, None, {"NCCL_DEBUG": "INFO"}),
+    ],
+    ids=["hgx", "hgx-bridge-route", "hgx-veth-route", "h200-vm", "roce-and-down-port", "override-wins",
+         "null-removes", "cpu-only", "loopback-route", "no-facts"],
+)
+def test_nccl_settings(case, interface, overrides, topology_file, expected):
+    facts = topology(case) if isinstance(case, str) else case
+    assert nccl_settings(facts, interface, overrides, topology_file) == expected
+
+
+def test_output_is_sorted_by_key():
+    result = nccl_settings(topology("ib_down_roce"), "eno1", {"NCCL_DEBUG": "WARN"}, TOPO)
+    assert list(result) == sorted(result)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "allow_unknown", "message"),
+    [
+        ({"NCCL_GRAPH_FILE": "/tmp/g.xml"}, False, "NCCL_GRAPH_FILE must never be set system-wide"),
+        ({"NCCL_GRAPH_FILE": "/tmp/g.xml"}, True, "NCCL_GRAPH_FILE must never be set system-wide"),
+        ({"NCCL_CONF_FILE": "/tmp/x"}, True, "NCCL_CONF_FILE must never be set system-wide"),
+        ({"NCCL_MAGIC_SPEEDUP": "1"}, False, "unknown key NCCL_MAGIC_SPEEDUP; set nccl_allow_unknown_settings"),
+        ({"CUDA_VISIBLE_DEVICES": "0"}, True, "is not an NCCL variable name"),
+        ({"nccl_debug": "INFO"}, True, "is not an NCCL variable name"),
+        ({"NCCL_DEBUG": "INFO\nNCCL_ALGO=Tree"}, False, "NCCL_DEBUG must be a single line"),
+        ({"NCCL_DEBUG": ["INFO"]}, False, "NCCL_DEBUG must be a string or a number"),
+        (["NCCL_DEBUG=INFO"], False, "must be a dictionary"),
+    ],
+    ids=["graph-file", "graph-file-even-allowed", "conf-file", "unknown", "not-nccl", "lowercase", "newline",
+         "list-value", "not-a-dict"],
+)
+def test_bad_overrides_are_refused(overrides, allow_unknown, message):
+    with pytest.raises(AnsibleFilterError, match="^nccl_settings: .*" + message.replace("(", r"\(")):
+        nccl_settings({}, None, overrides, None, allow_unknown)
+
+
+def test_unknown_key_accepted_when_allowed():
+    assert nccl_settings({}, None, {"NCCL_NEW_KNOB": "1"}, None, True) == {"NCCL_NEW_KNOB": "1"}
+
+
+def _with_second_roce_port(gid_index):
+    facts = copy.deepcopy(topology("ib_down_roce"))
+    second = copy.deepcopy(facts["hcas"][1])
+    second["name"] = "mlx5_2"
+    for gid in second["ports"][0]["gids"]:
+        if gid["type"] == "RoCE v2" and gid["ipv4"]:
+            gid["index"] = gid_index
+    facts["hcas"].append(second)
+    return facts
+
+
+def test_roce_ports_agreeing_on_gid_index():
+    result = nccl_settings(_with_second_roce_port(3), "eno1")
+    assert result["NCCL_IB_HCA"] == "=mlx5_1:1,mlx5_2:1"
+    assert result["NCCL_IB_GID_INDEX"] == "3"
+
+
+def test_roce_ports_disagreeing_on_gid_index_need_an_override():
+    with pytest.raises(AnsibleFilterError, match="mlx5_1:1=3, mlx5_2:1=5"):
+        nccl_settings(_with_second_roce_port(5), "eno1")
+    result = nccl_settings(_with_second_roce_port(5), "eno1", {"NCCL_IB_GID_INDEX": 3})
+    assert result["NCCL_IB_GID_INDEX"] == "3"
+
+
+def test_more_ports_than_nccl_ib_hca_takes():
+    facts = copy.deepcopy(topology("hgx_h100"))
+    facts["hcas"] = [dict(facts["hcas"][0], name="mlx5_%d" % i) for i in range(33)]
+    with pytest.raises(AnsibleFilterError, match="33 active HCA ports exceed"):
+        nccl_settings(facts, "eno1")
+    assert nccl_settings(facts, "eno1", {"NCCL_IB_HCA": "mlx5"})["NCCL_IB_HCA"] == "mlx5"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [({}, []), (None, []), ({"NCCL_ALGO": "Ring", "NCCL_DEBUG": "INFO", "NCCL_P2P_LEVEL": "NVL"}, ["NCCL_ALGO", "NCCL_P2P_LEVEL"])],
+)
+def test_discouraged_settings(overrides, expected):
+    assert nccl_discouraged_settings(overrides) == expected
