@@ -3,9 +3,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 #
-# Validates topology_facts and nccl_topology on a live multi-GPU host (made for 2 x H200,
+# Validates topology_facts, nccl_topology and the nccl role on a live multi-GPU host (made for 2 x H200,
 # Ubuntu 24.04, no systemd): facts vs nvidia-smi/sysfs, the generated XML as NCCL reads it,
-# and all-reduce busbw without and with the file. About 2-4 minutes.
+# and all-reduce busbw without and with /etc/nccl.conf as the nccl role writes it. About 2-4 minutes.
+# It writes /etc/nccl.conf and /etc/nccl/topology.xml: run it on a machine you may change.
 #
 #   OUT=/path/to/results scripts/gpu-validate.sh
 #
@@ -66,35 +67,43 @@ run_module topology_facts "{\"nvidia_smi_path\": \"$SMI\"}" "$OUT/facts.json"
 say "## facts vs nvidia-smi and sysfs"
 "$PY" "$REPO/scripts/gpu_validate_report.py" facts "$OUT/facts.json" "$OUT/nvidia-smi.txt" | tee -a "$SUMMARY"
 
-# 3. The topology file and an nccl.conf that points at it, both in /tmp.
-TOPO=$WORK/topology.xml
-CONF=$WORK/nccl.conf
-"$PY" - "$OUT/facts.json" "$TOPO" > "$WORK/nccl_topology.args.json" <<'PY'
-import json, sys
-facts = json.load(open(sys.argv[1]))
-facts = facts.get('ansible_facts', facts)
-print(json.dumps({'topology': facts['trainstack_topology'], 'dest': sys.argv[2], 'mode': '0644'}))
-PY
-run_module nccl_topology "$(cat "$WORK/nccl_topology.args.json")" "$WORK/nccl_topology.result.json"
-if [ ! -s "$TOPO" ]; then
-  say "FAIL nccl_topology wrote no file: $(head -c 400 "$WORK/nccl_topology.result.json")"
-  exit 1
-fi
-cp "$TOPO" "$OUT/topology.xml"
-printf '# written by scripts/gpu-validate.sh\nNCCL_TOPO_FILE=%s\n' "$TOPO" > "$CONF"
-say "## nccl.conf"; sed 's/^/    /' "$CONF" | tee -a "$SUMMARY"
-
-# 4. All-reduce without and with the file (all GPUs of the node, NVLS off as on the probed host).
+# 3. All-reduce with NCCL's own detection: no /etc/nccl.conf yet (all GPUs, NVLS off as on the probed host).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,GRAPH
+if [ -e /etc/nccl.conf ]; then mv /etc/nccl.conf "$WORK/nccl.conf.before"; say "INFO moved the existing /etc/nccl.conf aside"; fi
 NCCL_TOPO_DUMP_FILE=$WORK/dump-default.xml timeout 240 "$PY" "$REPO/scripts/gpu_allreduce.py" "$MAX_MIB" > "$OUT/allreduce-default.log" 2>&1
 say "INFO default run exit $?"
-NCCL_CONF_FILE=$CONF NCCL_TOPO_FILE=$TOPO NCCL_TOPO_DUMP_FILE=$WORK/dump-topofile.xml \
+
+# 4. The nccl role writes /etc/nccl/topology.xml and /etc/nccl.conf, as site.yml does; a second run
+#    must change nothing.
+TOPO=/etc/nccl/topology.xml
+CONF=/etc/nccl.conf
+run_nccl_play() { # log
+  (cd "$REPO" && ANSIBLE_STDOUT_CALLBACK=ansible.builtin.default "$PY" -m ansible playbook -i localhost, -c local \
+    -e "ansible_python_interpreter=$PY" -e nccl_hosts=localhost playbooks/nccl.yml > "$1" 2>&1)
+}
+run_nccl_play "$WORK/nccl-play-1.log"; first=$?
+run_nccl_play "$WORK/nccl-play-2.log"; second=$?
+say "## nccl role on this host: first run exit $first: $(grep -A1 'PLAY RECAP' "$WORK/nccl-play-1.log" | tail -n 1 | tr -s ' ')"
+say "## nccl role, second run exit $second: $(grep -A1 'PLAY RECAP' "$WORK/nccl-play-2.log" | tail -n 1 | tr -s ' ')"
+if [ "$first" -ne 0 ] || [ ! -s "$TOPO" ] || [ ! -s "$CONF" ]; then
+  say "FAIL the nccl role wrote no topology file or nccl.conf"; tail -n 40 "$WORK/nccl-play-1.log" | tee -a "$SUMMARY"
+  exit 1
+fi
+if grep -A1 'PLAY RECAP' "$WORK/nccl-play-2.log" | grep -q 'changed=0 .*failed=0'; then
+  say "OK   nccl role idempotent on the real host (second run changed=0)"
+else
+  say "FAIL nccl role second run changed something or failed"
+fi
+cp "$TOPO" "$OUT/topology.xml"
+say "## /etc/nccl.conf"; sed 's/^/    /' "$CONF" | tee -a "$SUMMARY"
+
+# 5. All-reduce again: NCCL reads /etc/nccl.conf by itself (no NCCL_TOPO_FILE in the environment).
+NCCL_TOPO_DUMP_FILE=$WORK/dump-topofile.xml \
   timeout 240 "$PY" "$REPO/scripts/gpu_allreduce.py" "$MAX_MIB" > "$OUT/allreduce-topofile.log" 2>&1
-say "INFO run with the file exit $?"
+say "INFO run with /etc/nccl.conf exit $?"
 cp "$WORK/dump-default.xml" "$OUT/dump-default.xml" 2>/dev/null
 cp "$WORK/dump-topofile.xml" "$OUT/dump-topofile.xml" 2>/dev/null
-say "INFO NCCL_CONF_FILE lines: $(grep -c 'NCCL_CONF_FILE\|nccl.conf' "$OUT/allreduce-topofile.log")"
 
 say "## NCCL with the generated file"
 "$PY" "$REPO/scripts/gpu_validate_report.py" nccl "$OUT/allreduce-default.log" "$OUT/allreduce-topofile.log" \
