@@ -28,6 +28,9 @@ CASES = [
     ("unsupported-os", '{"preflight_supported_os": {"Plan9": ["4"]}}', "preflight_supported_os"),
     ("missing-group", '{"preflight_required_groups": ["slurm_compute"]}', "preflight_required_groups"),
     ("python-format", '{"preflight_min_python": "three"}', "preflight_min_python"),
+    ("nccl-graph-file", '{"nccl_settings": {"NCCL_GRAPH_FILE": "/tmp/graph.xml"}}', "nccl_settings: NCCL_GRAPH_FILE"),
+    ("nccl-unknown-key", '{"nccl_settings": {"NCCL_MAGIC": "1"}}', "nccl_settings: unknown key NCCL_MAGIC"),
+    ("nccl-backup", '{"nccl_backup": "sometimes"}', "nccl_backup"),
 ]
 
 
@@ -73,7 +76,7 @@ def test_bad_value_stops_in_preflight(extra_vars, variable):
     assert plays == [plays[0]] and plays[0].startswith("Preflight"), plays
 
 
-@pytest.mark.parametrize("tags", ["preflight", "base"])
+@pytest.mark.parametrize("tags", ["preflight", "base", "slurm", "nccl"])
 def test_bad_value_stops_any_tagged_run(tags):
     returncode, report, stderr = run_site('{"base_hosts_manage": "maybe"}', "--tags", tags)
     failed, changed, plays = failures_and_changes(report)
