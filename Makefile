@@ -4,7 +4,7 @@ VENV ?= .venv
 PY ?= python3
 LAB_NODES ?= 2
 LAB_DISTRO ?= 12
-export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export PATH := $(abspath $(VENV))/bin:$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/collections
 
 .PHONY: lab lab-down test lint sanity units molecule bench venv host-deps clean
