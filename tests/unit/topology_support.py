@@ -13,6 +13,9 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.trainstack.cluster.plugins.module_utils._commands import CommandRunner
+from ansible_collections.trainstack.cluster.plugins.module_utils._topology import SysfsTree, collect_topology
+
 UNIT_DIR = os.path.dirname(os.path.abspath(__file__))
 TOPOLOGY_FIXTURES = os.path.join(UNIT_DIR, 'fixtures', 'topology')
 NCCL_XML_GOLDEN = os.path.join(UNIT_DIR, 'fixtures', 'nccl_xml')
@@ -35,6 +38,22 @@ make_fixtures = _load_make_fixtures()
 def recorded_root(case, directory):
     """A real root (sysfs names, symlinks, .commands/) unpacked from the case's fixture."""
     return make_fixtures.materialize(case, str(directory))
+
+
+def probe_recorded_cases(tmp_path_factory):
+    """trainstack_topology of every recorded case, probed by the real collector."""
+    gathered = {}
+    for case in CASES:
+        root = recorded_root(case, tmp_path_factory.mktemp(case))
+        gathered[case] = collect_topology(SysfsTree(root), CommandRunner(root))
+    return gathered
+
+
+def expected_facts(case):
+    """The reviewed trainstack_topology of a recorded case (expected_facts.json)."""
+    with open(os.path.join(TOPOLOGY_FIXTURES, case, 'expected_facts.json'), encoding='utf-8') as handle:
+        data = json.load(handle)
+    return data.get('trainstack_topology', data)
 
 
 def golden(path, actual):

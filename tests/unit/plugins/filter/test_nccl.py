@@ -6,8 +6,6 @@
 from __future__ import annotations
 
 import copy
-import json
-import os
 
 import pytest
 
@@ -15,14 +13,9 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.trainstack.cluster.plugins.filter.nccl import nccl_discouraged_settings, nccl_settings
 
-FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "fixtures", "topology")
+from topology_support import expected_facts as topology
+
 TOPO = "/etc/nccl/topology.xml"
-
-
-def topology(case):
-    with open(os.path.join(FIXTURES, case, "expected_facts.json"), encoding="utf-8") as handle:
-        facts = json.load(handle)
-    return facts.get("trainstack_topology", facts)
 
 
 HGX_HCAS = "=" + ",".join("mlx5_%d:1" % i for i in range(8))

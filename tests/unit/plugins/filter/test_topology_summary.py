@@ -5,21 +5,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
 
 from ansible_collections.trainstack.cluster.plugins.filter.topology import topology_summary
-from topology_support import CASES, TOPOLOGY_FIXTURES, UNIT_DIR, golden
+from topology_support import CASES, UNIT_DIR, expected_facts as facts, golden
 
 SUMMARY_GOLDEN = os.path.join(UNIT_DIR, "fixtures", "topology_summary")
-
-
-def facts(case):
-    with open(os.path.join(TOPOLOGY_FIXTURES, case, "expected_facts.json"), encoding="utf-8") as handle:
-        data = json.load(handle)
-    return data.get("trainstack_topology", data)
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -10,21 +10,15 @@ import os
 import pytest
 
 import nccl_xml_checker
-from ansible_collections.trainstack.cluster.plugins.module_utils._commands import CommandRunner
 from ansible_collections.trainstack.cluster.plugins.module_utils._nccl_xml import (
     TopologyError, build_topology_xml, nccl_link_speed, _nccl_parents,
 )
-from ansible_collections.trainstack.cluster.plugins.module_utils._topology import SysfsTree, collect_topology
-from topology_support import CASES, GPU_CASES, NCCL_XML_GOLDEN, TOPOLOGY_FIXTURES, golden, recorded_root
+from topology_support import GPU_CASES, NCCL_XML_GOLDEN, TOPOLOGY_FIXTURES, golden, probe_recorded_cases
 
 
 @pytest.fixture(scope='module')
 def facts(tmp_path_factory):
-    gathered = {}
-    for case in CASES:
-        root = recorded_root(case, tmp_path_factory.mktemp(case))
-        gathered[case] = collect_topology(SysfsTree(root), CommandRunner(root))
-    return gathered
+    return probe_recorded_cases(tmp_path_factory)
 
 
 @pytest.mark.parametrize('case', GPU_CASES)

@@ -11,20 +11,14 @@ import stat
 import pytest
 
 import nccl_xml_checker
-from ansible_collections.trainstack.cluster.plugins.module_utils._commands import CommandRunner
-from ansible_collections.trainstack.cluster.plugins.module_utils._topology import SysfsTree, collect_topology
 from ansible_collections.trainstack.cluster.plugins.modules import nccl_topology
-from topology_support import CASES, GPU_CASES, NCCL_XML_GOLDEN, recorded_root, run_module
+from topology_support import GPU_CASES, NCCL_XML_GOLDEN, probe_recorded_cases, run_module
 
 
 @pytest.fixture(scope='module')
 def facts(tmp_path_factory):
     """trainstack_topology of every recorded case."""
-    gathered = {}
-    for case in CASES:
-        root = recorded_root(case, tmp_path_factory.mktemp(case))
-        gathered[case] = collect_topology(SysfsTree(root), CommandRunner(root))
-    return gathered
+    return probe_recorded_cases(tmp_path_factory)
 
 
 def write(args, capsys):
