@@ -16,22 +16,10 @@
 # allreduce-topofile.log dump-default.xml dump-topofile.xml summary.txt. Exit 1 on any FAIL.
 set -uo pipefail
 
-OUT=${OUT:?set OUT to the results directory}
-mkdir -p "$OUT"
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PY=${PYTHON:-/opt/torch/.venv/bin/python3}
-[ -x "$PY" ] || PY=$(command -v python3)
-SMI=${NVIDIA_SMI:-/usr/local/nvidia/bin/nvidia-smi}
-[ -x "$SMI" ] || SMI=$(command -v nvidia-smi || echo nvidia-smi)
 MAX_MIB=${MAX_MIB:-4096}
 WORK=/tmp/trainstack-validate
-rm -rf "$WORK" && mkdir -p "$WORK"
-export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-export ANSIBLE_COLLECTIONS_PATH=$REPO/collections ANSIBLE_CONFIG=$REPO/ansible.cfg
-export ANSIBLE_LOCAL_TEMP=$WORK/ansible-tmp ANSIBLE_HOME=$WORK/ansible-home ANSIBLE_NOCOLOR=1
-SUMMARY=$OUT/summary.txt
-: > "$SUMMARY"
-say() { echo "$*" | tee -a "$SUMMARY"; }
+# shellcheck source=scripts/device-env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/device-env.sh"
 
 say "## host $(hostname) $(date -u +%FT%TZ) python $PY nvidia-smi $SMI"
 

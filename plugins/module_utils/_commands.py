@@ -17,6 +17,13 @@ import subprocess
 
 RECORDED_COMMANDS_DIR = '.commands'
 
+# Options of every probing module (documented once in doc_fragments/probe.py).
+PROBE_ARGUMENT_SPEC = {
+    'root': {'type': 'path', 'default': '/'},
+    'nvidia_smi_path': {'type': 'str', 'default': 'nvidia-smi'},
+    'command_timeout': {'type': 'int', 'default': 30},
+}
+
 # nvidia-smi lives outside the default PATH on several images (NGC containers,
 # GPU operator hosts), and Ansible's PATH is often minimal.
 EXTRA_SEARCH_DIRS = ('/usr/local/nvidia/bin', '/usr/local/bin', '/usr/bin', '/bin', '/usr/sbin', '/sbin')

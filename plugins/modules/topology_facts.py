@@ -19,23 +19,8 @@ description:
 extends_documentation_fragment:
   - trainstack.cluster.attributes
   - trainstack.cluster.attributes.facts
-options:
-  root:
-    description:
-      - Directory that holds the C(sys) and C(proc) trees to read.
-      - Anything other than C(/) switches commands to replay mode (see the description).
-    type: path
-    default: /
-  nvidia_smi_path:
-    description:
-      - Name or absolute path of C(nvidia-smi). A bare name is searched in E(PATH) and C(/usr/local/nvidia/bin).
-    type: str
-    default: nvidia-smi
-  command_timeout:
-    description:
-      - Seconds after which an external command counts as unavailable (a wedged GPU can hang C(nvidia-smi)).
-    type: int
-    default: 30
+  - trainstack.cluster.probe
+options: {}
 author:
   - trainstack.cluster developers (@trainstack)
 """
@@ -132,17 +117,13 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.trainstack.cluster.plugins.module_utils._commands import CommandRunner
+from ansible_collections.trainstack.cluster.plugins.module_utils._commands import PROBE_ARGUMENT_SPEC, CommandRunner
 from ansible_collections.trainstack.cluster.plugins.module_utils._topology import SysfsTree, collect_topology
 
 
 def main():
     module = AnsibleModule(
-        argument_spec={
-            'root': {'type': 'path', 'default': '/'},
-            'nvidia_smi_path': {'type': 'str', 'default': 'nvidia-smi'},
-            'command_timeout': {'type': 'int', 'default': 30},
-        },
+        argument_spec=PROBE_ARGUMENT_SPEC,
         supports_check_mode=True,
     )
     root = module.params['root']

@@ -69,6 +69,20 @@ def facts_json(facts):
     return json.dumps(facts, indent=1, sort_keys=True) + '\n'
 
 
+def value_at(facts, path):
+    """The value at a dotted path of a fact ('gpus.0.busid': list indexes are numbers)."""
+    value = facts
+    for key in path.split('.'):
+        value = value[int(key)] if isinstance(value, list) else value[key]
+    return value
+
+
+def expectation_params(expectations):
+    """pytest parameters (case, path, expected) with ids 'case:path' from {case: {path: expected}}."""
+    return [pytest.param(case, path, expected, id=case + ':' + path)
+            for case, table in expectations.items() for path, expected in table.items()]
+
+
 def run_module(main, args, capsys):
     """Run a module's main() with args; returns its result dict."""
     with patch_module_args(args):

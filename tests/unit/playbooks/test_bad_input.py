@@ -9,16 +9,9 @@ extra variable each, and reads the JSON callback's account of what ran.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-PLAYBOOK = os.path.join(ROOT, "site.yml")
-ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+from playbook_support import HAS_ANSIBLE_PLAYBOOK, failures_and_changes, run_site
 
 CASES = [
     ("base_hosts_manage", '{"base_hosts_manage": "maybe"}', "base_hosts_manage"),
@@ -34,36 +27,7 @@ CASES = [
 ]
 
 
-def run_site(extra_vars, *options):
-    env = dict(os.environ)
-    env.update(
-        ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-        ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"),
-        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
-        ANSIBLE_NOCOLOR="1",
-    )
-    cmd = [ANSIBLE_PLAYBOOK, "-i", "localhost,", "-c", "local", "--check", PLAYBOOK, "-e", extra_vars,
-           "-e", "ansible_python_interpreter=" + sys.executable] + list(options)
-    proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
-    return proc.returncode, json.loads(proc.stdout), proc.stderr
-
-
-def failures_and_changes(report):
-    """Return (failed results as (play, result json) pairs, changed task names, play names)."""
-    failed, changed, plays = [], [], []
-    for play in report["plays"]:
-        plays.append(play["play"]["name"])
-        for task in play["tasks"]:
-            for result in task["hosts"].values():
-                text = json.dumps(result)
-                if result.get("failed") or '"failed": true' in text:
-                    failed.append((play["play"]["name"], text))
-                if result.get("changed"):
-                    changed.append(task["task"]["name"])
-    return failed, changed, plays
-
-
-@pytest.mark.skipif(not os.path.exists(ANSIBLE_PLAYBOOK), reason="ansible-playbook is not beside this Python")
+@pytest.mark.skipif(not HAS_ANSIBLE_PLAYBOOK, reason="ansible-playbook is not beside this Python")
 @pytest.mark.parametrize(("extra_vars", "variable"), [case[1:] for case in CASES], ids=[case[0] for case in CASES])
 def test_bad_value_stops_in_preflight(extra_vars, variable):
     returncode, report, stderr = run_site(extra_vars)
@@ -76,7 +40,7 @@ def test_bad_value_stops_in_preflight(extra_vars, variable):
     assert plays == [plays[0]] and plays[0].startswith("Preflight"), plays
 
 
-@pytest.mark.parametrize("tags", ["preflight", "base", "slurm", "nccl"])
+@pytest.mark.parametrize("tags", ["preflight", "base", "slurm", "nccl", "gpu_stack"])
 def test_bad_value_stops_any_tagged_run(tags):
     returncode, report, stderr = run_site('{"base_hosts_manage": "maybe"}', "--tags", tags)
     failed, changed, plays = failures_and_changes(report)

@@ -5,24 +5,17 @@
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+from playbook_support import ROOT, run_playbook
 
 
 def test_probe_writes_a_summary_per_host(tmp_path):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json")
     out_dir = tmp_path / "probe"
-    cmd = [ANSIBLE_PLAYBOOK, "-i", "localhost,", "-c", "local", os.path.join(ROOT, "playbooks", "probe.yml"),
-           "-e", "ansible_python_interpreter=" + sys.executable, "-e", "probe_output_dir=" + str(out_dir)]
-    proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
-    stats = json.loads(proc.stdout)["stats"]["localhost"]
+    returncode, report, stderr = run_playbook(os.path.join(ROOT, "playbooks", "probe.yml"),
+                                              "-e", "probe_output_dir=" + str(out_dir))
+    assert returncode == 0, stderr
+    stats = report["stats"]["localhost"]
     assert stats["failures"] == 0 and stats["unreachable"] == 0
 
     summary = (out_dir / "localhost.txt").read_text(encoding="utf-8")

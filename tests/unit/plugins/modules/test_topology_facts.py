@@ -12,7 +12,8 @@ import sys
 import pytest
 
 from ansible_collections.trainstack.cluster.plugins.modules import topology_facts
-from topology_support import CASES, TOPOLOGY_FIXTURES, UNIT_DIR, facts_json, golden, recorded_root, run_module
+from topology_support import (CASES, TOPOLOGY_FIXTURES, UNIT_DIR, expectation_params, facts_json, golden, recorded_root,
+                              run_module, value_at)
 
 
 @pytest.fixture(scope='module')
@@ -30,13 +31,6 @@ def gather(root, capsys, **options):
 def test_facts_match_reviewed_golden(case, roots, capsys):
     actual = facts_json(gather(roots[case], capsys))
     assert actual == golden(os.path.join(TOPOLOGY_FIXTURES, case, 'expected_facts.json'), actual)
-
-
-def _at(facts, path):
-    value = facts
-    for key in path.split('.'):
-        value = value[int(key)] if isinstance(value, list) else value[key]
-    return value
 
 
 EXPECTATIONS = {
@@ -93,9 +87,9 @@ EXPECTATIONS = {
 }
 
 
-@pytest.mark.parametrize('case, path, expected', [(case, path, value) for case, table in EXPECTATIONS.items() for path, value in table.items()])
+@pytest.mark.parametrize(('case', 'path', 'expected'), expectation_params(EXPECTATIONS))
 def test_fact_values(case, path, expected, roots, capsys):
-    assert _at(gather(roots[case], capsys), path) == expected
+    assert value_at(gather(roots[case], capsys), path) == expected
 
 
 @pytest.mark.parametrize('case', ['hgx_h100', 'a100_pcie'])
