@@ -40,9 +40,10 @@ EXAMPLES = r"""
       driver {{ ansible_facts['trainstack_gpu_stack']['driver']['version'] }},
       CUDA {{ ansible_facts['trainstack_gpu_stack']['cuda']['version'] }}
 
-- name: Read a recorded host
+- name: Read the wheels of the training virtual environment rather than of Ansible's interpreter
   trainstack.cluster.gpu_stack_facts:
-    root: /srv/captures/node042
+    python_site_dirs:
+      - /opt/venvs/train/lib/python3.12/site-packages
 """
 
 RETURN = r"""
