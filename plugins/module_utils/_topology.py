@@ -350,6 +350,7 @@ def _gpu(tree, row, index, busid):
         'mig_mode': row.get('mig.mode.current'),
         'numa_node': pci.get('numa_node'),
         'local_cpulist': tree.read('/sys/bus/pci/devices/%s/local_cpulist' % busid),
+        'minor_number': read_device_minor(tree, busid),
         'pci_class': pci.get('class'),
         'vendor_id': pci.get('vendor_id'),
         'device_id': pci.get('device_id'),
@@ -362,6 +363,16 @@ def _gpu(tree, row, index, busid):
         'ancestry': pci.get('ancestry', []),
         'nvlink': {'active_links': 0, 'link_speed_gbs': None, 'peers': []},
     }
+
+
+def read_device_minor(tree, busid):
+    """N of the GPU's /dev/nvidiaN, as the driver numbered it; None without the driver's procfs entry.
+
+    It is not always nvidia-smi's index (which follows PCI bus order): gres.conf File= must use it.
+    """
+    text = tree.read('/proc/driver/nvidia/gpus/%s/information' % busid) or ''
+    match = re.search(r'^Device Minor:\s*(\d+)\s*$', text, re.MULTILINE)
+    return int(match.group(1)) if match else None
 
 
 def attach_nvlinks(gpus, matrix, nvlink_status):

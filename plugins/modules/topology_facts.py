@@ -72,11 +72,13 @@ ansible_facts:
             - One entry per GPU that C(nvidia-smi) lists, sorted by C(index) (the NVML index NCCL calls C(dev)).
             - Keys C(index), C(name), C(uuid), C(busid) (lowercase C(dddd:bb:dd.f)), C(compute_capability) (C(9.0)),
               C(sm) (C(90)), C(memory_mib), C(driver_version), C(mig_mode), C(numa_node) (sysfs value, C(-1) kept),
-              C(local_cpulist), C(pci_class), C(vendor_id), C(device_id), C(subsystem_vendor_id),
+              C(local_cpulist), C(minor_number), C(pci_class), C(vendor_id), C(device_id), C(subsystem_vendor_id),
               C(subsystem_device_id), C(host_bridge), C(pcie) (C(current_link_speed), C(current_link_width),
               C(max_link_speed), C(max_link_width) from sysfs), C(pcie_gen_max), C(pcie_width_max) (from
               C(nvidia-smi)), C(ancestry), C(affinity) (C(cpu_affinity), C(numa_affinity), C(gpu_numa_id) from
               C(topo -m)) and C(nvlink) (C(active_links), C(link_speed_gbs), C(peers) list of C(index), C(busid), C(count)).
+            - C(minor_number) is N of the GPU's C(/dev/nvidiaN) from C(/proc/driver/nvidia/gpus/<busid>/information)
+              (C(null) without the driver). It is the driver's numbering, which need not follow C(index).
             - C(ancestry) lists the PCI bridges from the root port down to the device's parent, each with C(busid),
               C(class), C(vendor_id), C(device_id), C(numa_node) and C(pcie).
           type: list
