@@ -32,8 +32,8 @@ for f in /proc/driver/nvidia/gpus/*/information; do
 done > "$OUT/nvidia-information.txt" 2>&1
 say "## driver minor numbers: $(grep -h '^Device Minor' /proc/driver/nvidia/gpus/*/information | tr -s ' ' | paste -sd ';' -)"
 
-# 1. The role's rendering: topology_facts, then the slurm role's own node definitions and gres.conf
-#    template (tasks_from nodes.yml), this host being the only compute node.
+# 1. The role's rendering (scripts/render-slurm-node.yml): topology_facts, then the slurm role's own node
+#    definitions and gres.conf template, this host being the only compute node.
 cat > "$WORK/inventory.ini" <<EOF
 [slurm_controller]
 localhost
@@ -43,32 +43,11 @@ localhost
 ansible_connection=local
 ansible_python_interpreter=$PY
 EOF
-cat > "$WORK/render.yml" <<EOF
-- name: Render the slurm role's node definition and gres.conf for this host
-  hosts: localhost
-  gather_facts: false
-  tasks:
-    - name: Probe the topology
-      trainstack.cluster.topology_facts:
-    - name: Render the node definitions
-      ansible.builtin.include_role:
-        name: trainstack.cluster.slurm
-        tasks_from: nodes.yml
-        public: true
-    - name: Write gres.conf as the role does
-      ansible.builtin.template:
-        src: $REPO/roles/slurm/templates/gres.conf.j2
-        dest: $OUT/gres-explicit.conf
-        mode: "0644"
-    - name: Write the NodeName line
-      ansible.builtin.copy:
-        content: "{{ __slurm_node_defs['localhost']['line'] }}\n"
-        dest: $OUT/node.conf
-        mode: "0644"
-EOF
-if ! (cd "$REPO" && "$PY" -m ansible playbook -i "$WORK/inventory.ini" "$WORK/render.yml" > "$OUT/render.log" 2>&1); then
+if ! (cd "$REPO" && "$PY" -m ansible playbook -i "$WORK/inventory.ini" scripts/render-slurm-node.yml \
+        -e "render_dir=$WORK" > "$OUT/render.log" 2>&1); then
   say "## rendering failed:"; tail -n 30 "$OUT/render.log" | tee -a "$SUMMARY"; exit 1
 fi
+cp "$WORK/gres.conf" "$OUT/gres-explicit.conf" && cp "$WORK/node.conf" "$OUT/node.conf"
 say "## the role's node line: $(cat "$OUT/node.conf")"
 say "## the role's gres.conf:"; grep -v '^#' "$OUT/gres-explicit.conf" | tee -a "$SUMMARY"
 

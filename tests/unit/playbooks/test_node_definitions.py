@@ -3,8 +3,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The slurm role's node definitions and gres.conf lines, rendered from recorded hosts.
 
-Runs the real chain in ansible-playbook: topology_facts on a recorded root, then the slurm role's
-own tasks_from nodes.yml (the node_def.j2 template), this host being the only compute node. For the
+Runs the real chain in ansible-playbook (scripts/render-slurm-node.yml, which the GPU-host comparison
+uses too): topology_facts on a recorded root, then the slurm role's own tasks_from nodes.yml and
+gres.conf template, this host being the only compute node. For the
 real 2 x H200 guest the expected File=/Cores= come from Slurm itself: `slurmd -G` with
 AutoDetect=nvidia on that host (fixtures/topology/h200_vm/slurmd-G-autodetect.txt, recorded by
 scripts/gres-autodetect-compare.sh).
@@ -18,43 +19,28 @@ import re
 
 import pytest
 
-from playbook_support import HAS_ANSIBLE_PLAYBOOK, run_playbook
+from playbook_support import HAS_ANSIBLE_PLAYBOOK, ROOT, run_playbook
 from topology_support import TOPOLOGY_FIXTURES, make_fixtures, recorded_root
 
 pytestmark = pytest.mark.skipif(not HAS_ANSIBLE_PLAYBOOK, reason="ansible-playbook is not beside this Python")
 
-PLAYBOOK = """
-- name: Render the node definitions from a recorded root
-  hosts: localhost
-  gather_facts: false
-  tasks:
-    - name: Probe the recorded root
-      trainstack.cluster.topology_facts:
-        root: "{{ fixture_root }}"
-    - name: Render the node definitions
-      ansible.builtin.include_role:
-        name: trainstack.cluster.slurm
-        tasks_from: nodes.yml
-        public: true
-    - name: Report them
-      ansible.builtin.debug:
-        var: __slurm_node_defs
-"""
+PLAYBOOK = os.path.join(ROOT, "scripts", "render-slurm-node.yml")
 INVENTORY = "[slurm_controller]\nlocalhost\n[slurm_compute]\nlocalhost\n"
 
 
 def render(case, tmp_path):
-    """The node definition of `localhost` rendered from the recorded case."""
+    """(NodeName line, gres.conf lines) of `localhost`, rendered from the recorded case."""
     root = recorded_root(case, tmp_path / "root")
-    (tmp_path / "render.yml").write_text(PLAYBOOK, encoding="utf-8")
     (tmp_path / "inventory.ini").write_text(INVENTORY, encoding="utf-8")
     # Some recordings lack /proc/meminfo: RealMemory is not what this test is about.
-    extra = {"fixture_root": root, "slurm_node_overrides": {"real_memory": 1000}}
-    returncode, report, stderr = run_playbook(str(tmp_path / "render.yml"), "-i", str(tmp_path / "inventory.ini"),
-                                              "-e", json.dumps(extra))
+    extra = {"topology_root": root, "render_dir": str(tmp_path),
+             "slurm_node_overrides": {"real_memory": 1000}}
+    returncode, _report, stderr = run_playbook(PLAYBOOK, "-i", str(tmp_path / "inventory.ini"), "-e", json.dumps(extra))
     assert returncode == 0, stderr
-    results = [task["hosts"]["localhost"] for task in report["plays"][0]["tasks"] if task["task"]["name"] == "Report them"]
-    return results[0]["__slurm_node_defs"]["localhost"]
+    line = (tmp_path / "node.conf").read_text(encoding="utf-8").strip()
+    gres = [text for text in (tmp_path / "gres.conf").read_text(encoding="utf-8").splitlines()
+            if text and not text.startswith("#")]
+    return line, gres
 
 
 def file_and_cores(lines):
@@ -62,26 +48,26 @@ def file_and_cores(lines):
 
 
 def test_h200_matches_slurms_own_detection(tmp_path):
-    node = render("h200_vm", tmp_path)
+    line, gres = render("h200_vm", tmp_path)
     with open(os.path.join(TOPOLOGY_FIXTURES, "h200_vm", "slurmd-G-autodetect.txt"), encoding="utf-8") as handle:
-        detected = [line for line in handle if "Gres Name=gpu" in line]
+        detected = [text for text in handle if "Gres Name=gpu" in text]
     assert len(detected) == 2
-    assert file_and_cores(node["gres"]) == file_and_cores(detected)
-    assert node["gres"][0] == "NodeName=localhost Name=gpu Type=h200 File=/dev/nvidia0 Cores=0-31"
-    assert "Gres=gpu:h200:2" in node["line"].split()
+    assert file_and_cores(gres) == file_and_cores(detected)
+    assert gres[0] == "NodeName=localhost Name=gpu Type=h200 File=/dev/nvidia0 Cores=0-31"
+    assert "Gres=gpu:h200:2" in line.split()
 
 
 def test_device_files_follow_the_drivers_minor_numbers(tmp_path):
     """hgx_h100's driver numbers /dev/nvidiaN in another order than nvidia-smi's index."""
-    node = render("hgx_h100", tmp_path)
+    line, gres = render("hgx_h100", tmp_path)
     minors = make_fixtures.HGX_MINORS  # what the recorded /proc/driver/nvidia entries say, by index
     assert minors != list(range(8))
     # GPUs 0-3 hang off socket 0 (cores 0-55), 4-7 off socket 1 (cores 56-111); SMT siblings fold onto their core.
-    assert file_and_cores(node["gres"]) == [("/dev/nvidia%d" % minor, "0-55" if index < 4 else "56-111")
-                                            for index, minor in enumerate(minors)]
-    assert "Gres=gpu:h100:8" in node["line"].split()
+    assert file_and_cores(gres) == [("/dev/nvidia%d" % minor, "0-55" if index < 4 else "56-111")
+                                    for index, minor in enumerate(minors)]
+    assert "Gres=gpu:h100:8" in line.split()
 
 
 def test_without_the_drivers_entry_the_index_names_the_device(tmp_path):
-    node = render("a100_pcie", tmp_path)
-    assert [path for path, _cores in file_and_cores(node["gres"])] == ["/dev/nvidia%d" % index for index in range(8)]
+    _line, gres = render("a100_pcie", tmp_path)
+    assert [path for path, _cores in file_and_cores(gres)] == ["/dev/nvidia%d" % index for index in range(8)]
