@@ -1,0 +1,379 @@
+# Copyright (c) 2026, trainstack.cluster developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Acceptance verdicts (controller side, pure): per-node checks, busbw against thresholds, the report.
+
+Every check is {'check', 'status', 'reason'} with status pass, fail, repeat (a miss that may be noise:
+run it again), skip (cannot apply here, the reason says why) or info (measured, nothing to judge).
+The report is one JSON-ready document; Markdown and PNG are renderings of it (acceptance_report module).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.trainstack.cluster.plugins.module_utils import _nccl_tests, _torch_allreduce
+
+SCHEMA = 'trainstack.cluster/acceptance-report/v1'
+STATUS_ORDER = ('fail', 'repeat', 'pass', 'info', 'skip')
+_SIZE = re.compile(r'^\s*(?P<number>\d+)\s*(?P<unit>B|KiB|MiB|GiB|TiB)?\s*$')
+UNITS = {'B': 1, None: 1, 'KiB': 1024, 'MiB': 1024 ** 2, 'GiB': 1024 ** 3, 'TiB': 1024 ** 4}
+
+
+def _error(message):
+    raise AnsibleFilterError('acceptance: ' + message)
+
+
+def size_bytes(label):
+    """'16MiB' -> 16777216; an int is taken as bytes."""
+    if isinstance(label, int) and not isinstance(label, bool):
+        return label
+    match = _SIZE.match(str(label))
+    if not match:
+        _error('message size %r is not a number of B, KiB, MiB, GiB or TiB' % (label,))
+    return int(match.group('number')) * UNITS[match.group('unit')]
+
+
+def size_label(size):
+    """16777216 -> '16MiB' (the largest binary unit that divides it)."""
+    for unit in ('TiB', 'GiB', 'MiB', 'KiB'):
+        if size >= UNITS[unit] and size % UNITS[unit] == 0:
+            return '%d%s' % (size // UNITS[unit], unit)
+    return '%dB' % size
+
+
+def worst(statuses):
+    """The status that decides: fail > repeat > pass > info > skip; skip when there is none."""
+    statuses = list(statuses)
+    for status in STATUS_ORDER:
+        if status in statuses:
+            return status
+    return 'skip'
+
+
+def _check(name, status, reason, **data):
+    result = {'check': name, 'status': status, 'reason': reason}
+    result.update(data)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# All-reduce results and thresholds
+
+
+def acceptance_parse_allreduce(text):
+    """nccl-tests output or scripts/gpu_allreduce.py lines -> {'tool', 'rows': [{'bytes', 'busbw'}], 'complete', 'errors', 'wrong'}."""
+    if text is None or not str(text).strip():
+        return {'tool': None, 'rows': [], 'complete': False, 'errors': ['no output'], 'wrong': 0, 'world_size': None}
+    text = str(text)
+    if 'size_MiB=' in text or 'size_MB=' in text:
+        try:
+            parsed = _torch_allreduce.parse(text)
+        except ValueError as error:
+            return {'tool': 'pytorch', 'rows': [], 'complete': False, 'errors': [str(error)], 'wrong': 0, 'world_size': None}
+        return {'tool': 'pytorch', 'rows': [{'bytes': row['bytes'], 'busbw': row['busbw'], 'algbw': row['algbw']}
+                                            for row in parsed['rows']],
+                'complete': parsed['complete'], 'errors': parsed['errors'], 'wrong': 0, 'world_size': parsed['world_size']}
+    try:
+        parsed = _nccl_tests.parse(text)
+    except ValueError as error:
+        return {'tool': 'nccl-tests', 'rows': [], 'complete': False, 'errors': [str(error)], 'wrong': 0, 'world_size': None}
+    wrong = sum((row[half].get('wrong') or 0) for row in parsed['rows'] for half in ('out_of_place', 'in_place'))
+    # The out-of-place figure is the one nccl-tests users quote and the health checks compare.
+    return {'tool': 'nccl-tests', 'rows': [{'bytes': row['bytes'], 'busbw': row['out_of_place']['busbw'],
+                                            'algbw': row['out_of_place']['algbw']} for row in parsed['rows']],
+            'complete': parsed['complete'], 'errors': parsed['errors'], 'wrong': wrong,
+            'world_size': parsed['nranks'] or None}
+
+
+def gpu_model(gpu_name, data):
+    """The table's model key whose `match` fits the GPU name nvidia-smi prints, or None."""
+    for model, spec in sorted((data or {}).get('models', {}).items()):
+        if gpu_name and re.search(spec['match'], gpu_name):
+            return model
+    return None
+
+
+def thresholds_for(data, gpu_name, gpu_count, overrides=None):
+    """({bytes: GB/s}, model, source words) for a GPU name and count, inventory overrides applied."""
+    model = gpu_model(gpu_name, data)
+    table = dict(((data or {}).get('thresholds', {}).get(model) or {}).get(gpu_count) or
+                 ((data or {}).get('thresholds', {}).get(model) or {}).get(str(gpu_count)) or {})
+    source = 'data/acceptance_thresholds.yml' if table else None
+    for label, value in (overrides or {}).items():
+        source = 'inventory (acceptance_busbw_overrides)' if not table else source + ' + inventory overrides'
+        if value is None:
+            table.pop(label, None)
+        else:
+            table[label] = value
+    parsed = {}
+    for label, value in table.items():
+        try:
+            parsed[size_bytes(label)] = float(value)
+        except (TypeError, ValueError):
+            _error('threshold %r for %s is not a number of GB/s' % (value, label))
+    return parsed, model, source
+
+
+def acceptance_busbw_verdict(runs, gpu_name, gpu_count, data, overrides=None):
+    """Pass/fail/repeat per message size of all-reduce attempts (oldest first) against the thresholds."""
+    runs = [run for run in (runs or []) if run is not None]
+    policy = (data or {}).get('policy', {})
+    attempts = int(policy.get('attempts', 3))
+    spread = float(policy.get('noisy_spread', 0.2))
+    thresholds, model, source = thresholds_for(data, gpu_name, gpu_count, overrides)
+    measured = {}
+    for run in runs:
+        for row in run.get('rows', []):
+            measured.setdefault(row['bytes'], []).append(row['busbw'])
+    base = {'check': 'allreduce_busbw', 'model': model, 'gpu_name': gpu_name, 'gpu_count': gpu_count,
+            'attempts': len(runs), 'max_attempts': attempts, 'threshold_source': source}
+    sizes = []
+    for size in sorted(set(measured) | set(thresholds)):
+        values = measured.get(size, [])
+        entry = {'bytes': size, 'label': size_label(size), 'threshold': thresholds.get(size), 'values': values,
+                 'best': max(values) if values else None}
+        if values and len(values) > 1 and entry['best'] > 0 and (entry['best'] - min(values)) / entry['best'] > spread:
+            entry['noisy'] = True
+        if entry['threshold'] is None:
+            entry.update(status='info', reason='no threshold for this size')
+        elif not values:
+            entry.update(status='fail', reason='not measured (the run must include %s)' % entry['label'])
+        elif entry['best'] >= entry['threshold']:
+            first_pass = next(index for index, value in enumerate(values) if value >= entry['threshold'])
+            entry.update(status='pass', reason='%.1f GB/s >= %.1f' % (entry['best'], entry['threshold'])
+                         + (' (passed on attempt %d)' % (first_pass + 1) if first_pass else ''))
+        elif len(runs) < attempts:
+            entry.update(status='repeat', reason='%.1f GB/s < %.1f on attempt %d of %d: repeat to rule out noise'
+                         % (entry['best'], entry['threshold'], len(runs), attempts))
+        else:
+            entry.update(status='fail', reason='%.1f GB/s < %.1f in all %d attempts' % (entry['best'], entry['threshold'], len(runs)))
+        sizes.append(entry)
+    base['sizes'] = sizes
+    broken = [run for run in runs if run.get('errors') or run.get('wrong') or not run.get('complete')]
+    if not runs:
+        return dict(base, status='skip', reason='no all-reduce result (hook not run)')
+    if broken:
+        run = broken[0]
+        why = ('%d wrong values' % run['wrong']) if run.get('wrong') else '; '.join(run.get('errors') or ['the run did not finish'])
+        return dict(base, status='fail', reason='all-reduce attempt failed: ' + why[:300])
+    if gpu_count is not None and int(gpu_count) < 2 and not thresholds:
+        return dict(base, status='info', reason='one GPU: busbw is 0 by definition (2(n-1)/n); measured, not judged')
+    if not thresholds:
+        return dict(base, status='info', reason='no threshold for %s x %s in data/acceptance_thresholds.yml; measured, not judged'
+                    % (gpu_name, gpu_count))
+    status = worst(entry['status'] for entry in sizes if entry['status'] != 'info')
+    judged = [entry for entry in sizes if entry['status'] != 'info']
+    failed = [entry for entry in judged if entry['status'] in ('fail', 'repeat')]
+    reason = ('; '.join('%s: %s' % (entry['label'], entry['reason']) for entry in failed) if failed
+              else '%d sizes at or above their thresholds (%s)' % (len(judged), source))
+    return dict(base, status=status, reason=reason)
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-node checks from facts
+
+
+def _gpus(topology):
+    return list((topology or {}).get('gpus') or [])
+
+
+def _gpu_checks(topology, gpu_stack, health, expected):
+    gpus = _gpus(topology)
+    want_count = expected.get('gpu_count')
+    checks = []
+    if not gpus and not want_count:
+        reason = 'no GPU on this host (nvidia-smi lists none) and the inventory expects none'
+        for name in ('gpu_count', 'gpu_model', 'driver_version', 'nvlinks', 'fabric', 'persistence_mode',
+                     'xid_since_boot', 'gpu_memory_errors'):
+            checks.append(_check(name, 'skip', reason))
+        return checks
+    if want_count is None:
+        checks.append(_check('gpu_count', 'info', '%d GPUs; the inventory sets no acceptance_expected_gpu_count' % len(gpus)))
+    else:
+        checks.append(_check('gpu_count', 'pass' if len(gpus) == int(want_count) else 'fail',
+                             '%d GPUs, inventory expects %d' % (len(gpus), int(want_count))))
+    names = sorted({gpu.get('name') for gpu in gpus})
+    want_model = expected.get('gpu_model')
+    if want_model is None:
+        checks.append(_check('gpu_model', 'info', 'GPUs: %s; the inventory sets no acceptance_expected_gpu_model' % ', '.join(map(str, names))))
+    else:
+        wrong = [gpu for gpu in gpus if gpu.get('name') != want_model]
+        checks.append(_check('gpu_model', 'fail' if wrong or not gpus else 'pass',
+                             ('GPU %s is %s, inventory expects %s' % (wrong[0]['index'], wrong[0]['name'], want_model)) if wrong
+                             else ('all %d GPUs are %s' % (len(gpus), want_model) if gpus else 'no GPU found')))
+    driver = ((gpu_stack or {}).get('driver') or {}).get('version')
+    want_driver = expected.get('driver_version')
+    if want_driver is None:
+        checks.append(_check('driver_version', 'info', 'driver %s; the inventory sets no acceptance_expected_driver_version' % driver))
+    else:
+        checks.append(_check('driver_version', 'pass' if str(driver) == str(want_driver) else 'fail',
+                             'driver %s, inventory expects %s' % (driver, want_driver)))
+    checks.append(_nvlink_check(gpus, expected))
+    checks.append(_fabric_check(gpus, health))
+    checks.append(_persistence_check(gpus, health))
+    checks.append(_xid_check(health))
+    checks.append(_memory_check(health))
+    return checks
+
+
+def _nvlink_check(gpus, expected):
+    want = expected.get('nvlinks_per_gpu')
+    links = {gpu['index']: (gpu.get('nvlink') or {}).get('active_links', 0) for gpu in gpus}
+    if want is None:
+        if not any(links.values()):
+            return _check('nvlinks', 'skip', 'no active NVLink and no acceptance_expected_nvlinks_per_gpu: PCIe-only GPUs')
+        if len(set(links.values())) > 1:
+            return _check('nvlinks', 'fail', 'GPUs differ in active NVLinks (%s) and no expected count is set'
+                          % ', '.join('GPU%d %d' % item for item in sorted(links.items())))
+        return _check('nvlinks', 'info', 'every GPU has %d active NVLinks; set acceptance_expected_nvlinks_per_gpu to judge'
+                      % next(iter(links.values())))
+    short = {index: count for index, count in links.items() if count != int(want)}
+    if short:
+        return _check('nvlinks', 'fail', 'active NVLinks differ from %d: %s' % (
+            int(want), ', '.join('GPU%d has %d' % item for item in sorted(short.items()))))
+    return _check('nvlinks', 'pass', 'all %d GPUs have %d active NVLinks' % (len(gpus), int(want)))
+
+
+def _health_gpus(health):
+    query = (health or {}).get('nvidia_smi_q')
+    return None if query is None else query.get('gpus', [])
+
+
+def _fabric_check(gpus, health):
+    query_gpus = _health_gpus(health)
+    if query_gpus is None:
+        return _check('fabric', 'fail', 'nvidia-smi -q gave nothing: %s' % ((health or {}).get('nvidia_smi_q_error') or 'not run'))
+    states = {gpu['busid']: (gpu.get('fabric') or {}).get('state') for gpu in query_gpus}
+    judged = {busid: state for busid, state in states.items() if state is not None}
+    if not judged:
+        return _check('fabric', 'skip', 'no GPU reports a fabric state (no NVSwitch fabric, or a driver before R525)')
+    bad = {busid: state for busid, state in judged.items() if state != 'Completed'}
+    if bad:
+        return _check('fabric', 'fail', 'fabric not trained (fabric manager?): %s' % ', '.join(
+            '%s %s' % item for item in sorted(bad.items())))
+    return _check('fabric', 'pass', 'fabric state Completed on %d GPUs' % len(judged))
+
+
+def _persistence_check(gpus, health):
+    query_gpus = _health_gpus(health)
+    if query_gpus is None:
+        return _check('persistence_mode', 'fail', 'nvidia-smi -q gave nothing: %s'
+                      % ((health or {}).get('nvidia_smi_q_error') or 'not run'))
+    off = [gpu['busid'] for gpu in query_gpus if gpu.get('persistence_mode') != 'Enabled']
+    if off or not query_gpus:
+        return _check('persistence_mode', 'fail', 'persistence mode not Enabled on %s' % (', '.join(off) or 'any GPU'))
+    return _check('persistence_mode', 'pass', 'persistence mode Enabled on %d GPUs' % len(query_gpus))
+
+
+def _xid_check(health):
+    log = (health or {}).get('kernel_log')
+    if log is None:
+        return _check('xid_since_boot', 'fail', 'kernel log unreadable, no proof of no Xid: %s'
+                      % ((health or {}).get('kernel_log_error') or 'not read'))
+    events = log.get('events', [])
+    if events:
+        shown = ['Xid %s on %s' % (event['xid'], event['busid']) if event['kind'] != 'unparsed'
+                 else 'unparsed: %s' % event['line'][:120] for event in events[:5]]
+        return _check('xid_since_boot', 'fail', '%d NVIDIA driver error(s) since boot: %s%s' % (
+            len(events), '; '.join(shown), '' if len(events) <= 5 else '; ...'), xids=log.get('xids', []))
+    return _check('xid_since_boot', 'pass', 'no Xid in the kernel log since boot (%s)' % log.get('source'))
+
+
+def _memory_check(health):
+    query_gpus = _health_gpus(health)
+    if query_gpus is None:
+        return _check('gpu_memory_errors', 'fail', 'nvidia-smi -q gave nothing')
+    problems = []
+    for gpu in query_gpus:
+        rows = gpu.get('remapped_rows') or {}
+        pages = gpu.get('retired_pages') or {}
+        if rows.get('failure'):
+            problems.append('%s row remapping failed' % gpu['busid'])
+        if rows.get('pending') or pages.get('pending'):
+            problems.append('%s remapping/retirement pending (reset the GPU)' % gpu['busid'])
+        if rows.get('uncorrectable'):
+            problems.append('%s %d rows remapped for uncorrectable errors' % (gpu['busid'], rows['uncorrectable']))
+    if problems:
+        return _check('gpu_memory_errors', 'fail', '; '.join(problems))
+    return _check('gpu_memory_errors', 'pass', 'no pending or failed row remapping / page retirement')
+
+
+def _ib_checks(topology, expected):
+    ports = []
+    for hca in (topology or {}).get('hcas') or []:
+        for port in hca.get('ports') or []:
+            if expected.get('include_roce') or port.get('link_layer') == 'InfiniBand':
+                ports.append(dict(port, device=hca['name']))
+    want_ports = expected.get('ib_ports')
+    want_rate = expected.get('ib_rate_gbps')
+    if not ports and not want_ports:
+        return [_check('ib_ports', 'skip', 'no InfiniBand port on this host and the inventory expects none', ports=[])]
+    summary = [{'device': port['device'], 'port': port['port'], 'state': port.get('state'), 'rate': port.get('rate'),
+                'rate_gbps': (port.get('speed_mbps') or 0) / 1000.0, 'link_layer': port.get('link_layer')} for port in ports]
+    active = [port for port in summary if port['state'] == 'ACTIVE']
+    problems = ['%s/%s %s' % (port['device'], port['port'], port['state']) for port in summary if port['state'] != 'ACTIVE']
+    if want_rate is not None:
+        problems += ['%s/%s at %s, expected %s Gb/sec' % (port['device'], port['port'], port['rate'], want_rate)
+                     for port in active if port['rate_gbps'] < float(want_rate)]
+    if want_ports is not None and len(active) != int(want_ports):
+        problems.insert(0, '%d ACTIVE ports, inventory expects %d' % (len(active), int(want_ports)))
+    if problems:
+        return [_check('ib_ports', 'fail', '; '.join(problems), ports=summary)]
+    rate = '' if want_rate is None else ' at >= %s Gb/sec' % want_rate
+    return [_check('ib_ports', 'pass', '%d ports ACTIVE%s' % (len(active), rate), ports=summary)]
+
+
+def acceptance_node_checks(topology, gpu_stack=None, health=None, expected=None):
+    """Per-node checks (GPU count/model/driver, NVLinks, fabric, persistence, Xid, GPU memory, IB ports)."""
+    expected = dict(expected or {})
+    for key in ('gpu_count', 'nvlinks_per_gpu', 'ib_ports'):
+        if expected.get(key) is not None and not str(expected[key]).isdigit():
+            _error('%s must be a whole number, got %r' % (key, expected[key]))
+    return _gpu_checks(topology, gpu_stack, health, expected) + _ib_checks(topology, expected)
+
+
+# ---------------------------------------------------------------------------------------------
+# The report
+
+
+def acceptance_report(nodes, generated=None, meta=None):
+    """One report document from [{'name', 'checks': [...], 'allreduce': verdict or None, 'hooks': [...]}]."""
+    report_nodes = []
+    for node in nodes or []:
+        if not isinstance(node, dict) or not node.get('name'):
+            _error('every node needs a name and its checks, got %r' % (node,))
+        checks = list(node.get('checks') or [])
+        if node.get('allreduce'):
+            checks.append(node['allreduce'])
+        checks += [hook for hook in node.get('hooks') or [] if hook]
+        status = worst(check['status'] for check in checks)
+        reasons = ['%s: %s' % (check['check'], check['reason']) for check in checks if check['status'] in ('fail', 'repeat')]
+        report_nodes.append({'name': node['name'], 'status': status, 'reasons': reasons, 'checks': checks,
+                             'gpu_name': node.get('gpu_name'), 'gpu_count': node.get('gpu_count')})
+    report_nodes.sort(key=lambda node: node['name'])
+    counts = {status: sum(1 for node in report_nodes if node['status'] == status) for status in STATUS_ORDER}
+    return {
+        'schema': SCHEMA,
+        'generated': generated,
+        'meta': dict(meta or {}),
+        'status': worst(node['status'] for node in report_nodes),
+        'counts': counts,
+        'failing_nodes': [{'name': node['name'], 'status': node['status'], 'reasons': node['reasons']}
+                          for node in report_nodes if node['status'] in ('fail', 'repeat')],
+        'nodes': report_nodes,
+    }
+
+
+class FilterModule:
+    """Acceptance filters."""
+
+    def filters(self):
+        return {
+            'acceptance_parse_allreduce': acceptance_parse_allreduce,
+            'acceptance_busbw_verdict': acceptance_busbw_verdict,
+            'acceptance_node_checks': acceptance_node_checks,
+            'acceptance_report': acceptance_report,
+        }

@@ -1,0 +1,232 @@
+# Copyright (c) 2026, trainstack.cluster developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Acceptance verdicts on recorded real outputs and the collection's threshold table."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import yaml
+
+from ansible.errors import AnsibleFilterError
+
+from corpus_support import FIXTURES
+
+from ansible_collections.trainstack.cluster.plugins.module_utils import _nvsmi_query, _xid
+from ansible_collections.trainstack.cluster.plugins.filter.acceptance import (
+    acceptance_busbw_verdict, acceptance_node_checks, acceptance_parse_allreduce, acceptance_report, size_bytes, size_label)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(FIXTURES)))
+with open(os.path.join(ROOT, 'data', 'acceptance_thresholds.yml'), encoding='utf-8') as handle:
+    DATA = yaml.safe_load(handle)
+
+
+def fixture(tool, case):
+    with open(os.path.join(FIXTURES, tool, case + '.txt'), encoding='utf-8') as handle:
+        return handle.read()
+
+
+def pasted_runs():
+    """The two real 2 x H200 runs of docs/benchmarks/h200-nccl/summary.txt, as gpu_allreduce.py printed them.
+
+    Column 1 is a whole result line of the default run; column 2 holds the busbw of the run with the
+    topology file (time and algbw are not in the paste, busbw = algbw for 2 GPUs).
+    """
+    default, with_file = [], []
+    for line in fixture('torch_allreduce', 'h200x2_validate_summary_pasted_columns').splitlines():
+        if not line.startswith('size_MiB='):
+            continue
+        first, second = line.split('\t')
+        default.append(first)
+        size = first.split()[0]
+        busbw = second.split('=')[1]
+        with_file.append('%s time_us=1.0 algbw_GBs=%s busbw_GBs=%s' % (size, busbw, busbw))
+    return acceptance_parse_allreduce('\n'.join(default)), acceptance_parse_allreduce('\n'.join(with_file))
+
+
+@pytest.mark.parametrize('label, size', [('16MiB', 16 << 20), ('4GiB', 4 << 30), ('8', 8), (1024, 1024), ('16 GiB', 16 << 30)])
+def test_sizes(label, size):
+    assert size_bytes(label) == size
+    assert size_bytes(size_label(size)) == size
+
+
+def test_a_bad_size_names_itself():
+    with pytest.raises(AnsibleFilterError, match='16 GB'):
+        size_bytes('16 GB')
+
+
+def test_h200_pair_default_run_passes_every_size():
+    default, _with_file = pasted_runs()
+    verdict = acceptance_busbw_verdict([default], 'NVIDIA H200', 2, DATA)
+    assert verdict['model'] == 'H200-SXM' and verdict['status'] == 'pass', verdict['reason']
+    by_label = {entry['label']: entry for entry in verdict['sizes']}
+    assert by_label['4GiB']['best'] == 343.0 and by_label['4GiB']['threshold'] == 291
+    assert by_label['1MiB']['status'] == 'info'
+
+
+def test_the_16mib_drop_of_issue_15_is_repeated_then_passes_on_a_clean_attempt():
+    default, with_file = pasted_runs()
+    first = acceptance_busbw_verdict([with_file], 'NVIDIA H200', 2, DATA)
+    assert first['status'] == 'repeat'
+    assert '16MiB: 137.9 GB/s < 184.0 on attempt 1 of 3' in first['reason']
+    second = acceptance_busbw_verdict([with_file, default], 'NVIDIA H200', 2, DATA)
+    entry = next(entry for entry in second['sizes'] if entry['label'] == '16MiB')
+    assert second['status'] == 'pass' and entry['reason'].endswith('(passed on attempt 2)') and entry.get('noisy')
+
+
+def test_a_miss_in_every_attempt_fails():
+    _default, with_file = pasted_runs()
+    verdict = acceptance_busbw_verdict([with_file] * 3, 'NVIDIA H200', 2, DATA)
+    assert verdict['status'] == 'fail' and '137.9 GB/s < 184.0 in all 3 attempts' in verdict['reason']
+
+
+def test_the_slow_gb10_link_is_reported_against_an_inventory_override():
+    run = acceptance_parse_allreduce(fixture('nccl_tests', 'all_gather_gb10_2node_slow_link'))
+    verdict = acceptance_busbw_verdict([run] * 3, 'NVIDIA GB10', 2, DATA, {'4GiB': 20})
+    assert verdict['status'] == 'fail' and verdict['threshold_source'] == 'inventory (acceptance_busbw_overrides)'
+    assert '2.8 GB/s < 20.0' in verdict['reason']
+
+
+def test_a100_two_nodes_at_10gib_are_not_judged_against_the_16gib_row():
+    run = acceptance_parse_allreduce(fixture('nccl_tests', 'all_reduce_a100_2node_16ranks'))
+    verdict = acceptance_busbw_verdict([run], 'NVIDIA A100-SXM4-40GB', 8, DATA)
+    assert verdict['status'] == 'fail'
+    assert '16GiB: not measured' in verdict['reason']
+
+
+@pytest.mark.parametrize('case, words', [
+    ('all_reduce_large_cluster_then_nccl_failure', 'Test NCCL failure common.cu:1204'),
+    ('all_reduce_v100_4gpu_cut_short', 'the run did not finish'),
+    ('all_reduce_mpi_tagged_interleaved', 'no nccl-tests result table'),
+])
+def test_broken_runs_fail_at_once(case, words):
+    run = acceptance_parse_allreduce(fixture('nccl_tests', case))
+    verdict = acceptance_busbw_verdict([run], 'NVIDIA H100 80GB HBM3', 8, DATA)
+    assert verdict['status'] == 'fail' and words in verdict['reason']
+
+
+def test_wrong_values_fail_without_repeat():
+    header = '#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n'
+    run = acceptance_parse_allreduce(header + ' 17179869184 4294967296 float sum -1 1 400 500 3 1 400 500 0\n'
+                                     '# Avg bus bandwidth    : 500\n')
+    verdict = acceptance_busbw_verdict([run], 'NVIDIA H100 80GB HBM3', 8, DATA)
+    assert verdict['status'] == 'fail' and '3 wrong values' in verdict['reason']
+
+
+def test_one_gpu_and_unknown_models_are_measured_not_judged():
+    default, _with_file = pasted_runs()
+    assert acceptance_busbw_verdict([default], 'NVIDIA H200', 1, DATA)['status'] == 'info'
+    unknown = acceptance_busbw_verdict([default], 'NVIDIA GeForce RTX 4090', 2, DATA)
+    assert unknown['status'] == 'info' and 'no threshold for NVIDIA GeForce RTX 4090 x 2' in unknown['reason']
+    assert acceptance_busbw_verdict([], 'NVIDIA H200', 2, DATA)['status'] == 'skip'
+
+
+def test_published_8_gpu_references_are_in_the_table():
+    for name, figure in (('NVIDIA H100 80GB HBM3', 460), ('NVIDIA H200', 431), ('NVIDIA A100-SXM4-80GB', 228)):
+        run = {'rows': [{'bytes': 16 << 30, 'busbw': figure - 0.1}], 'complete': True, 'errors': [], 'wrong': 0}
+        assert acceptance_busbw_verdict([run] * 3, name, 8, DATA)['status'] == 'fail'
+        run['rows'][0]['busbw'] = figure
+        assert acceptance_busbw_verdict([run], name, 8, DATA)['status'] == 'pass'
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-node checks: recorded topology facts (tests/unit/fixtures/topology) and health read by the real
+# parsers from the nvidia-smi -q and kernel log corpora.
+
+def topology(case):
+    with open(os.path.join(FIXTURES, 'topology', case, 'expected_facts.json'), encoding='utf-8') as handle:
+        facts = json.load(handle)
+    return facts.get('trainstack_topology', facts)
+
+
+def health(query_case=None, log_case=None):
+    result = {'nvidia_smi_q': None, 'nvidia_smi_q_error': 'nvidia-smi not found', 'kernel_log': None,
+              'kernel_log_error': 'dmesg: read kernel buffer failed: Operation not permitted'}
+    if query_case:
+        result.update(nvidia_smi_q=_nvsmi_query.parse(fixture('nvsmi_query', query_case)), nvidia_smi_q_error=None)
+    if log_case is not None:
+        log = _xid.parse(fixture('xid', log_case) if log_case else '')
+        result.update(kernel_log=dict(log, source='dmesg'), kernel_log_error=None)
+    return result
+
+
+def statuses(checks):
+    return {check['check']: check['status'] for check in checks}
+
+
+HGX_EXPECTED = {'gpu_count': 8, 'gpu_model': 'NVIDIA H100 80GB HBM3', 'driver_version': '525.105.17',
+                'nvlinks_per_gpu': 18, 'ib_ports': 8, 'ib_rate_gbps': 400}
+
+
+def test_a_host_without_gpu_or_ib_skips_with_a_reason():
+    checks = acceptance_node_checks(topology('cpu_only'), {'driver': {'version': None}}, health(), {})
+    assert set(statuses(checks).values()) == {'skip'}
+    assert all(check['reason'] for check in checks)
+
+
+def test_a_healthy_hgx_passes_every_check():
+    checks = acceptance_node_checks(topology('hgx_h100'), {'driver': {'version': '525.105.17'}},
+                                    health('h800_hgx_persistence_fabric_completed', ''), HGX_EXPECTED)
+    assert statuses(checks) == {'gpu_count': 'pass', 'gpu_model': 'pass', 'driver_version': 'pass', 'nvlinks': 'pass',
+                                'fabric': 'pass', 'persistence_mode': 'pass', 'xid_since_boot': 'pass',
+                                'gpu_memory_errors': 'pass', 'ib_ports': 'pass'}
+
+
+@pytest.mark.parametrize('change, check, words', [
+    ({'gpu_count': 16}, 'gpu_count', '8 GPUs, inventory expects 16'),
+    ({'gpu_model': 'NVIDIA H200'}, 'gpu_model', 'GPU 0 is NVIDIA H100 80GB HBM3, inventory expects NVIDIA H200'),
+    ({'driver_version': '580.159.04'}, 'driver_version', 'driver 525.105.17, inventory expects 580.159.04'),
+    ({'nvlinks_per_gpu': 12}, 'nvlinks', 'GPU0 has 18'),
+    ({'ib_rate_gbps': 800}, 'ib_ports', 'mlx5_0/1 at 400 Gb/sec (4X NDR), expected 800 Gb/sec'),
+    ({'ib_ports': 9}, 'ib_ports', '8 ACTIVE ports, inventory expects 9'),
+])
+def test_each_inventory_mismatch_fails_with_its_reason(change, check, words):
+    checks = acceptance_node_checks(topology('hgx_h100'), {'driver': {'version': '525.105.17'}},
+                                    health('h800_hgx_persistence_fabric_completed', ''), dict(HGX_EXPECTED, **change))
+    found = next(item for item in checks if item['check'] == check)
+    assert found['status'] == 'fail' and words in found['reason'], found
+
+
+def test_persistence_off_xids_and_unreadable_logs_fail():
+    checks = acceptance_node_checks(topology('h200_vm'), {'driver': {'version': '535.247.01'}},
+                                    health('a10g_persistence_off_fabric_na', 'journal_xid45_after_nvlink_xid149'), {})
+    found = {check['check']: check for check in checks}
+    assert found['persistence_mode']['status'] == 'fail' and '0000:00:1e.0' in found['persistence_mode']['reason']
+    assert found['xid_since_boot']['status'] == 'fail' and found['xid_since_boot']['xids'] == [45]
+    assert found['fabric']['status'] == 'skip'
+    assert found['nvlinks']['status'] == 'info' and '18 active NVLinks' in found['nvlinks']['reason']
+    unreadable = acceptance_node_checks(topology('h200_vm'), {}, health('h800_hgx_persistence_fabric_completed'), {})
+    assert statuses(unreadable)['xid_since_boot'] == 'fail'
+    no_smi = acceptance_node_checks(topology('h200_vm'), {}, health(None, ''), {})
+    assert statuses(no_smi)['persistence_mode'] == 'fail'
+
+
+def test_ib_port_down_fails_and_roce_counts_only_when_asked():
+    checks = acceptance_node_checks(topology('ib_down_roce'), {}, health('h800_hgx_persistence_fabric_completed', ''), {})
+    ib = next(check for check in checks if check['check'] == 'ib_ports')
+    assert ib['status'] == 'fail' and 'mlx5_0/1 DOWN' in ib['reason'] and len(ib['ports']) == 1
+    with_roce = acceptance_node_checks(topology('ib_down_roce'), {}, health(), {'include_roce': True})
+    assert len(next(check for check in with_roce if check['check'] == 'ib_ports')['ports']) == 2
+
+
+def test_expected_counts_must_be_numbers():
+    with pytest.raises(AnsibleFilterError, match='gpu_count'):
+        acceptance_node_checks(topology('cpu_only'), {}, health(), {'gpu_count': 'eight'})
+
+
+def test_report_lists_failing_nodes_with_reasons():
+    default, with_file = pasted_runs()
+    good = {'name': 'gpu01', 'checks': acceptance_node_checks(topology('hgx_h100'), {'driver': {'version': '525.105.17'}},
+                                                              health('h800_hgx_persistence_fabric_completed', ''), HGX_EXPECTED),
+            'allreduce': acceptance_busbw_verdict([default], 'NVIDIA H200', 2, DATA)}
+    bad = {'name': 'gpu02', 'checks': acceptance_node_checks(topology('ib_down_roce'), {}, health(), {}),
+           'allreduce': acceptance_busbw_verdict([with_file], 'NVIDIA H200', 2, DATA)}
+    report = acceptance_report([bad, good], '2026-12-01T06:00:00Z', {'playbook': 'validate.yml'})
+    assert [node['name'] for node in report['nodes']] == ['gpu01', 'gpu02']
+    assert report['status'] == 'fail' and report['counts']['pass'] == 1 and report['counts']['fail'] == 1
+    assert report['failing_nodes'][0]['name'] == 'gpu02'
+    assert any(reason.startswith('ib_ports: ') for reason in report['failing_nodes'][0]['reasons'])
+    assert any(reason.startswith('allreduce_busbw: 16MiB') for reason in report['failing_nodes'][0]['reasons'])
