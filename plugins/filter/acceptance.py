@@ -340,7 +340,16 @@ def acceptance_node_checks(topology, gpu_stack=None, health=None, expected=None)
 
 
 def acceptance_report(nodes, generated=None, meta=None):
-    """One report document from [{'name', 'checks': [...], 'allreduce': verdict or None, 'hooks': [...]}]."""
+    """One report document from [{'name', 'checks': [...], 'allreduce': verdict or None, 'hooks': [...]}].
+
+    ``nodes`` may also map host names to such dicts; a host mapped to None (it failed or was
+    unreachable before its checks finished) is a failing node.
+    """
+    if isinstance(nodes, dict):
+        nodes = [dict(node, name=name) if node else
+                 {'name': name, 'checks': [_check('run', 'fail', 'no result: the host failed or was unreachable before its '
+                                                                 'checks finished (see the play output)')]}
+                 for name, node in nodes.items()]
     report_nodes = []
     for node in nodes or []:
         if not isinstance(node, dict) or not node.get('name'):

@@ -1,0 +1,168 @@
+# Copyright (c) 2026, trainstack.cluster developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Renderings of the acceptance report document: a console table, Markdown and PNG plots.
+
+The report (filter trainstack.cluster.acceptance_report) is the source; these functions only format
+it, so AWX (the JSON), a shell user (the table, the Markdown) and a reader of the plots see the same
+numbers. PNG needs matplotlib on the controller; without it ``write_pngs`` says why it skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+MARK = {'pass': 'PASS', 'fail': 'FAIL', 'repeat': 'REPEAT', 'skip': 'skip', 'info': 'info'}
+
+
+def to_json(report):
+    return json.dumps(report, indent=1, sort_keys=True) + '\n'
+
+
+def _allreduce(node):
+    return next((check for check in node['checks'] if check['check'] == 'allreduce_busbw'), None)
+
+
+def _ib(node):
+    return next((check for check in node['checks'] if check['check'] == 'ib_ports'), None)
+
+
+def _cell(text):
+    return str(text).replace('|', '\\|').replace('\n', ' ')
+
+
+def table(report):
+    """Console lines: one row per node with its status and the checks that failed."""
+    nodes = report.get('nodes', [])
+    width = max([len('NODE')] + [len(node['name']) for node in nodes])
+    lines = ['%-*s  %-6s  %s' % (width, 'NODE', 'STATUS', 'FAILED OR TO REPEAT')]
+    for node in nodes:
+        bad = [check['check'] for check in node['checks'] if check['status'] in ('fail', 'repeat')]
+        lines.append('%-*s  %-6s  %s' % (width, node['name'], MARK[node['status']], ', '.join(bad) or '-'))
+    counts = report.get('counts', {})
+    lines.append('%s: %d pass, %d fail, %d repeat, %d skip, %d info' % (
+        MARK.get(report.get('status'), report.get('status')), counts.get('pass', 0), counts.get('fail', 0),
+        counts.get('repeat', 0), counts.get('skip', 0), counts.get('info', 0)))
+    return lines
+
+
+def markdown(report, images=None):
+    """The report as Markdown; ``images`` maps a node name (or 'ib') to a PNG file name to link."""
+    images = images or {}
+    out = ['# Cluster acceptance report', '',
+           '- status: **%s**' % MARK.get(report.get('status'), report.get('status')),
+           '- generated: %s' % (report.get('generated') or 'unknown')]
+    for key, value in sorted((report.get('meta') or {}).items()):
+        out.append('- %s: %s' % (key, value))
+    out += ['', '| node | status | GPUs | all-reduce | failed or to repeat |', '|---|---|---|---|---|']
+    for node in report.get('nodes', []):
+        allreduce = _allreduce(node)
+        bad = [check['check'] for check in node['checks'] if check['status'] in ('fail', 'repeat')]
+        gpus = '%s x %s' % (node.get('gpu_count'), node.get('gpu_name')) if node.get('gpu_name') else '-'
+        out.append('| %s | %s | %s | %s | %s |' % (_cell(node['name']), MARK[node['status']], _cell(gpus),
+                                                   MARK[allreduce['status']] if allreduce else '-', _cell(', '.join(bad) or '-')))
+    out += ['', '## Failing nodes', '']
+    if not report.get('failing_nodes'):
+        out.append('None.')
+    for node in report.get('failing_nodes', []):
+        out.append('- **%s** (%s)' % (node['name'], MARK[node['status']]))
+        out += ['  - %s' % reason for reason in node['reasons']]
+    for node in report.get('nodes', []):
+        out += ['', '## %s: %s' % (node['name'], MARK[node['status']]), '', '| check | status | reason |', '|---|---|---|']
+        for check in node['checks']:
+            out.append('| %s | %s | %s |' % (check['check'], MARK[check['status']], _cell(check['reason'])))
+        allreduce = _allreduce(node)
+        if allreduce and allreduce.get('sizes'):
+            out += ['', 'All-reduce bus bandwidth (GB/s), %d attempt(s), thresholds: %s' % (
+                allreduce.get('attempts', 0), allreduce.get('threshold_source') or 'none'), '',
+                '| size | best | attempts | threshold | status |', '|---|---|---|---|---|']
+            for entry in allreduce['sizes']:
+                values = ', '.join('%.1f' % value for value in entry['values']) or '-'
+                out.append('| %s | %s | %s | %s | %s%s |' % (
+                    entry['label'], '-' if entry['best'] is None else '%.1f' % entry['best'], values,
+                    '-' if entry['threshold'] is None else '%.1f' % entry['threshold'], MARK[entry['status']],
+                    ' (noisy)' if entry.get('noisy') else ''))
+        ib = _ib(node)
+        if ib and ib.get('ports'):
+            out += ['', '| IB port | state | rate |', '|---|---|---|']
+            out += ['| %s/%s | %s | %s |' % (port['device'], port['port'], port['state'], port['rate']) for port in ib['ports']]
+        if node['name'] in images:
+            out += ['', '![busbw of %s](%s)' % (node['name'], images[node['name']])]
+    if 'ib' in images:
+        out += ['', '## InfiniBand ports', '', '![IB bandwidth per port](%s)' % images['ib']]
+    return '\n'.join(out) + '\n'
+
+
+def safe_name(name):
+    return re.sub(r'[^A-Za-z0-9_.-]', '_', name)
+
+
+def busbw_series(node):
+    """(labels, best busbw, thresholds) of a node's all-reduce sizes, smallest first; None without sizes."""
+    allreduce = _allreduce(node)
+    if not allreduce or not allreduce.get('sizes'):
+        return None
+    sizes = allreduce['sizes']
+    return ([entry['label'] for entry in sizes], [entry['best'] for entry in sizes], [entry['threshold'] for entry in sizes])
+
+
+def ib_series(report):
+    """(port labels, rate Gb/s) of every InfiniBand port of every node; None without ports."""
+    labels, rates = [], []
+    for node in report.get('nodes', []):
+        ib = _ib(node)
+        for port in (ib or {}).get('ports', []):
+            labels.append('%s %s/%s' % (node['name'], port['device'], port['port']))
+            rates.append(port['rate_gbps'] if port['state'] == 'ACTIVE' else 0.0)
+    return (labels, rates) if labels else None
+
+
+def write_pngs(report, dest, basename):
+    """Write the plots; return ({node or 'ib': file name}, reason PNGs were skipped or None)."""
+    try:
+        import matplotlib
+        matplotlib.use('Agg')
+        from matplotlib import pyplot
+    except ImportError:
+        return {}, 'PNG skipped: matplotlib is not installed on the controller (pip install matplotlib)'
+    written = {}
+    for node in report.get('nodes', []):
+        series = busbw_series(node)
+        if not series:
+            continue
+        labels, best, thresholds = series
+        figure, axes = pyplot.subplots(figsize=(8, 4.5))
+        positions = list(range(len(labels)))
+        axes.plot(positions, [value if value is not None else float('nan') for value in best], marker='o', label='busbw (best attempt)')
+        if any(value is not None for value in thresholds):
+            axes.plot(positions, [value if value is not None else float('nan') for value in thresholds],
+                      marker='_', linestyle='--', color='red', label='threshold')
+        axes.set_xticks(positions)
+        axes.set_xticklabels(labels, rotation=45)
+        axes.set_xlabel('message size')
+        axes.set_ylabel('bus bandwidth (GB/s)')
+        axes.set_title('%s: all-reduce busbw (%s)' % (node['name'], node['status']))
+        axes.grid(True, alpha=0.3)
+        axes.legend()
+        figure.tight_layout()
+        name = '%s-busbw-%s.png' % (basename, safe_name(node['name']))
+        figure.savefig(os.path.join(dest, name), metadata={'Software': None})
+        pyplot.close(figure)
+        written[node['name']] = name
+    series = ib_series(report)
+    if series:
+        labels, rates = series
+        figure, axes = pyplot.subplots(figsize=(max(6, 0.5 * len(labels) + 2), 4.5))
+        axes.bar(range(len(labels)), rates)
+        axes.set_xticks(range(len(labels)))
+        axes.set_xticklabels(labels, rotation=60, ha='right')
+        axes.set_ylabel('link rate (Gb/s, 0 = not ACTIVE)')
+        axes.set_title('InfiniBand ports')
+        figure.tight_layout()
+        name = '%s-ib-ports.png' % basename
+        figure.savefig(os.path.join(dest, name), metadata={'Software': None})
+        pyplot.close(figure)
+        written['ib'] = name
+    return written, None

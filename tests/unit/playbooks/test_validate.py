@@ -1,0 +1,97 @@
+# Copyright (c) 2026, trainstack.cluster developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""playbooks/validate.yml run for real (connection local) on three recorded hosts.
+
+gpu-a: the synthetic HGX H100 root with a real nvidia-smi -q (an HGX H800's, one GPU printed) and an empty
+kernel log; gpu-b: the real 2 x H200 guest (its recorded nvidia-smi -q is only a grep excerpt, which must
+not pass), a real kernel log with Xid 45 and its real PyTorch all-reduce run; cpu-c: a host without GPU or IB.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from playbook_support import ANSIBLE_PLAYBOOK, ROOT
+from topology_support import recorded_root
+
+FIXTURES = os.path.join(ROOT, 'tests', 'unit', 'fixtures')
+
+
+def fixture(*parts):
+    return os.path.join(FIXTURES, *parts)
+
+
+def run_validate(tmp_path, *options):
+    roots = {}
+    for host, case in (('gpu-a', 'hgx_h100'), ('gpu-b', 'h200_vm'), ('cpu-c', 'cpu_only')):
+        roots[host] = recorded_root(case, tmp_path / host)
+    shutil.copy(fixture('nvsmi_query', 'h800_hgx_persistence_fabric_completed.txt'),
+                os.path.join(roots['gpu-a'], '.commands', 'nvidia-smi_q.txt'))
+    open(os.path.join(roots['gpu-a'], '.commands', 'dmesg.txt'), 'w', encoding='utf-8').close()
+    shutil.copy(fixture('xid', 'journal_xid45_after_nvlink_xid149.txt'), os.path.join(roots['gpu-b'], '.commands', 'dmesg.txt'))
+    inventory = tmp_path / 'hosts.yml'
+    inventory.write_text(json.dumps({'all': {'hosts': {
+        'gpu-a': {'acceptance_probe_root': roots['gpu-a'], 'acceptance_expected_gpu_count': 8,
+                  'acceptance_expected_gpu_model': 'NVIDIA H100 80GB HBM3', 'acceptance_expected_nvlinks_per_gpu': 18,
+                  'acceptance_expected_ib_ports': 8, 'acceptance_expected_ib_rate_gbps': 400},
+        'gpu-b': {'acceptance_probe_root': roots['gpu-b'], 'acceptance_expected_gpu_count': 2,
+                  'acceptance_allreduce_logs': [fixture('torch_allreduce', 'h200x2_probe_default.txt')],
+                  'acceptance_busbw_overrides': {'16MiB': None, '2GiB': None}},
+        'cpu-c': {'acceptance_probe_root': roots['cpu-c']},
+    }, 'vars': {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}}}))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, 'collections'), ANSIBLE_STDOUT_CALLBACK='ansible.builtin.json',
+               ANSIBLE_NOCOLOR='1')
+    out = tmp_path / 'results'
+    proc = subprocess.run([ANSIBLE_PLAYBOOK, '-i', str(inventory), os.path.join(ROOT, 'playbooks', 'validate.yml'),
+                           '-e', 'acceptance_output_dir=' + str(out)] + list(options),
+                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    return proc, json.loads(proc.stdout), out
+
+
+def task_results(report, name):
+    for play in report['plays']:
+        for task in play['tasks']:
+            if task['task']['name'].split(' : ')[-1] == name:
+                return task['hosts']
+    raise AssertionError('no task %r' % name)
+
+
+def test_validate_writes_the_report_and_fails_on_the_failing_node(tmp_path):
+    proc, report, out = run_validate(tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    document = json.loads((out / 'acceptance.json').read_text(encoding='utf-8'))
+    by_name = {node['name']: node for node in document['nodes']}
+    assert {name: node['status'] for name, node in by_name.items()} == {'gpu-a': 'pass', 'gpu-b': 'fail', 'cpu-c': 'skip'}
+    assert [node['name'] for node in document['failing_nodes']] == ['gpu-b']
+    reasons = ' '.join(document['failing_nodes'][0]['reasons'])
+    assert 'xid_since_boot: 8 NVIDIA driver error(s) since boot: Xid 45 on 0000:dc:00' in reasons
+    assert 'persistence_mode: nvidia-smi -q gave nothing: nvidia-smi -q output not understood' in reasons
+    checks_b = {check['check']: check for check in by_name['gpu-b']['checks']}
+    assert checks_b['allreduce_busbw']['status'] == 'pass' and checks_b['gpu_count']['status'] == 'pass'
+    assert checks_b['mpi']['status'] == 'skip' and checks_b['mpi']['reason'] == 'hook not configured (acceptance_hooks.mpi)'
+    assert all(check['status'] == 'skip' and check['reason'] for check in by_name['cpu-c']['checks'])
+    markdown = (out / 'acceptance.md').read_text(encoding='utf-8')
+    assert '- **gpu-b** (FAIL)' in markdown and '| 4GiB | 343.3 | 343.3 | 291.0 | PASS |' in markdown
+    shown = next(iter(task_results(report, 'Show the result per node').values()))['msg']
+    assert [line.split()[:2] for line in shown[1:4]] == [['cpu-c', 'skip'], ['gpu-a', 'PASS'], ['gpu-b', 'FAIL']]
+    try:
+        import matplotlib  # noqa: F401  pylint: disable=unused-import
+        assert (out / 'acceptance-busbw-gpu-b.png').exists() and (out / 'acceptance-ib-ports.png').exists()
+    except ImportError:
+        assert shown[-1].startswith('PNG skipped: matplotlib is not installed')
+    failed = next(iter(task_results(report, 'Fail when a node failed acceptance').values()))
+    assert 'acceptance fail: gpu-b' in failed['msg']
+
+
+def test_check_mode_writes_no_file(tmp_path):
+    proc, report, out = run_validate(tmp_path, '--check', '-e', '{"acceptance_fail_on_error": false}')
+    assert proc.returncode == 0, proc.stderr
+    written = next(iter(task_results(report, 'Write the report (JSON, Markdown, PNG)').values()))
+    assert written['changed'] and str(out / 'acceptance.json') in written['files']
+    assert not out.exists()

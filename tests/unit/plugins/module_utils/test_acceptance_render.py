@@ -1,0 +1,65 @@
+# Copyright (c) 2026, trainstack.cluster developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Renderings of a report built from recorded real outputs (tests/unit/acceptance_support.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from acceptance_support import recorded_report
+
+from ansible_collections.trainstack.cluster.plugins.module_utils import _acceptance_render as render
+
+
+@pytest.fixture(scope='module')
+def report():
+    return recorded_report()
+
+
+def test_the_table_has_one_row_per_node_and_a_summary(report):
+    lines = render.table(report)
+    assert lines[0].split() == ['NODE', 'STATUS', 'FAILED', 'OR', 'TO', 'REPEAT']
+    assert lines[1].split() == ['gpu-a', 'PASS', '-']
+    assert lines[2].split()[:2] == ['gpu-b', 'FAIL'] and 'xid_since_boot' in lines[2] and 'ib_ports' in lines[2]
+    assert lines[3] == 'FAIL: 1 pass, 1 fail, 0 repeat, 0 skip, 0 info'
+
+
+def test_json_is_the_report_itself(report):
+    assert json.loads(render.to_json(report)) == json.loads(json.dumps(report))
+
+
+def test_markdown_lists_failing_nodes_with_reasons_and_the_measured_sizes(report):
+    text = render.markdown(report, {'gpu-a': 'acceptance-busbw-gpu-a.png'})
+    assert '| gpu-b | FAIL | 8 x NVIDIA H100 80GB HBM3 | - | xid_since_boot, ib_ports |' in text
+    assert '- **gpu-b** (FAIL)' in text
+    assert '  - xid_since_boot: 8 NVIDIA driver error(s) since boot: Xid 45 on 0000:dc:00;' in text
+    assert '| 4GiB | 343.3 | 343.3 | 291.0 | PASS |' in text
+    assert '| 1MiB | 22.5 | 22.5 | - | info |' in text
+    assert '| mlx5_8/1 | DOWN | 10 Gb/sec (4X SDR) |' in text
+    assert '![busbw of gpu-a](acceptance-busbw-gpu-a.png)' in text
+    assert '| mpi_allreduce | skip | hook not configured |' in text
+
+
+def test_plot_series_come_from_the_report(report):
+    node_a = next(node for node in report['nodes'] if node['name'] == 'gpu-a')
+    labels, best, limits = render.busbw_series(node_a)
+    assert labels == ['1MiB', '8MiB', '64MiB', '256MiB', '1GiB', '4GiB']
+    assert best == [22.5, 172.7, 264.7, 291.5, 327.2, 343.3]
+    assert limits == [None, None, 211.0, 252.0, 278.0, 291.0]
+    labels, rates = render.ib_series(report)
+    assert labels == ['gpu-b mlx5_0/1', 'gpu-b mlx5_1/1', 'gpu-b mlx5_8/1'] and rates == [400.0, 400.0, 0.0]
+
+
+def test_pngs_are_written_or_skipped_with_a_reason(report, tmp_path):
+    written, skipped = render.write_pngs(report, str(tmp_path), 'acceptance')
+    try:
+        import matplotlib  # noqa: F401  pylint: disable=unused-import
+    except ImportError:
+        assert written == {} and skipped.startswith('PNG skipped: matplotlib is not installed')
+        pytest.skip('matplotlib not installed here: PNG drawing not exercised (skip reason checked above)')
+    assert skipped is None and set(written) == {'gpu-a', 'ib'}
+    for name in written.values():
+        assert (tmp_path / name).read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
