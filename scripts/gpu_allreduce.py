@@ -4,7 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """All-reduce bus bandwidth through PyTorch/NCCL on every GPU of this host.
 
-Usage: gpu_allreduce.py [max_MiB]   (NCCL_* settings come from the environment)
+Usage: gpu_allreduce.py [max_MiB]   (NCCL_* settings come from the environment;
+TRAINSTACK_ALLOW_ONE_GPU=1 runs on a single GPU too, where busbw is 0 by definition)
 Rank 0 prints one line per size:
   size_MiB=1024 time_us=3291.8 algbw_GBs=326.2 busbw_GBs=326.2
 busbw = algbw * 2 (n - 1) / n (nccl-tests' definition), so busbw = algbw for 2 GPUs.
@@ -62,8 +63,8 @@ def main():
 
     max_mib = int(sys.argv[1]) if len(sys.argv) > 1 else SIZES_MIB[-1]
     world_size = torch.cuda.device_count()
-    if world_size < 2:
-        print('need at least 2 GPUs, found %d' % world_size, file=sys.stderr)
+    if world_size < (1 if os.environ.get('TRAINSTACK_ALLOW_ONE_GPU') == '1' else 2):
+        print('need at least 2 GPUs (or TRAINSTACK_ALLOW_ONE_GPU=1), found %d' % world_size, file=sys.stderr)
         return 2
     print('torch %s nccl %s gpus %d' % (torch.__version__, '.'.join(map(str, torch.cuda.nccl.version())), world_size), flush=True)
     mp.spawn(worker, args=(world_size, free_port(), max_mib), nprocs=world_size, join=True)

@@ -124,17 +124,19 @@ def acceptance_busbw_verdict(runs, gpu_name, gpu_count, data, overrides=None):
     attempts = int(policy.get('attempts', 3))
     spread = float(policy.get('noisy_spread', 0.2))
     thresholds, model, source = thresholds_for(data, gpu_name, gpu_count, overrides)
-    measured = {}
+    measured, algbw = {}, {}
     for run in runs:
         for row in run.get('rows', []):
             measured.setdefault(row['bytes'], []).append(row['busbw'])
+            if row.get('algbw') is not None:
+                algbw.setdefault(row['bytes'], []).append(row['algbw'])
     base = {'check': 'allreduce_busbw', 'model': model, 'gpu_name': gpu_name, 'gpu_count': gpu_count,
             'attempts': len(runs), 'max_attempts': attempts, 'threshold_source': source}
     sizes = []
     for size in sorted(set(measured) | set(thresholds)):
         values = measured.get(size, [])
         entry = {'bytes': size, 'label': size_label(size), 'threshold': thresholds.get(size), 'values': values,
-                 'best': max(values) if values else None}
+                 'best': max(values) if values else None, 'algbw_best': max(algbw[size]) if algbw.get(size) else None}
         if values and len(values) > 1 and entry['best'] > 0 and (entry['best'] - min(values)) / entry['best'] > spread:
             entry['noisy'] = True
         if entry['threshold'] is None:

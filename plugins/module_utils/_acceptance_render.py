@@ -77,11 +77,12 @@ def markdown(report, images=None):
         if allreduce and allreduce.get('sizes'):
             out += ['', 'All-reduce bus bandwidth (GB/s), %d attempt(s), thresholds: %s' % (
                 allreduce.get('attempts', 0), allreduce.get('threshold_source') or 'none'), '',
-                '| size | best | attempts | threshold | status |', '|---|---|---|---|---|']
+                '| size | best busbw | attempts | best algbw | threshold | status |', '|---|---|---|---|---|---|']
             for entry in allreduce['sizes']:
                 values = ', '.join('%.1f' % value for value in entry['values']) or '-'
-                out.append('| %s | %s | %s | %s | %s%s |' % (
+                out.append('| %s | %s | %s | %s | %s | %s%s |' % (
                     entry['label'], '-' if entry['best'] is None else '%.1f' % entry['best'], values,
+                    '-' if entry.get('algbw_best') is None else '%.1f' % entry['algbw_best'],
                     '-' if entry['threshold'] is None else '%.1f' % entry['threshold'], MARK[entry['status']],
                     ' (noisy)' if entry.get('noisy') else ''))
         ib = _ib(node)
@@ -100,12 +101,13 @@ def safe_name(name):
 
 
 def busbw_series(node):
-    """(labels, best busbw, thresholds) of a node's all-reduce sizes, smallest first; None without sizes."""
+    """(labels, best busbw, thresholds, best algbw) of a node's all-reduce sizes, smallest first; None without sizes."""
     allreduce = _allreduce(node)
     if not allreduce or not allreduce.get('sizes'):
         return None
     sizes = allreduce['sizes']
-    return ([entry['label'] for entry in sizes], [entry['best'] for entry in sizes], [entry['threshold'] for entry in sizes])
+    return ([entry['label'] for entry in sizes], [entry['best'] for entry in sizes], [entry['threshold'] for entry in sizes],
+            [entry.get('algbw_best') for entry in sizes])
 
 
 def ib_series(report):
@@ -132,10 +134,13 @@ def write_pngs(report, dest, basename):
         series = busbw_series(node)
         if not series:
             continue
-        labels, best, thresholds = series
+        labels, best, thresholds, algbw = series
         figure, axes = pyplot.subplots(figsize=(8, 4.5))
         positions = list(range(len(labels)))
         axes.plot(positions, [value if value is not None else float('nan') for value in best], marker='o', label='busbw (best attempt)')
+        if any(value is not None for value in algbw):
+            axes.plot(positions, [value if value is not None else float('nan') for value in algbw], marker='.', linestyle=':',
+                      color='grey', label='algbw (best attempt)')
         if any(value is not None for value in thresholds):
             axes.plot(positions, [value if value is not None else float('nan') for value in thresholds],
                       marker='_', linestyle='--', color='red', label='threshold')

@@ -77,7 +77,7 @@ def test_validate_writes_the_report_and_fails_on_the_failing_node(tmp_path):
     assert checks_b['mpi']['status'] == 'skip' and checks_b['mpi']['reason'] == 'hook not configured (acceptance_hooks.mpi)'
     assert all(check['status'] == 'skip' and check['reason'] for check in by_name['cpu-c']['checks'])
     markdown = (out / 'acceptance.md').read_text(encoding='utf-8')
-    assert '- **gpu-b** (FAIL)' in markdown and '| 4GiB | 343.3 | 343.3 | 291.0 | PASS |' in markdown
+    assert '- **gpu-b** (FAIL)' in markdown and '| 4GiB | 343.3 | 343.3 | 343.3 | 291.0 | PASS |' in markdown
     shown = next(iter(task_results(report, 'Show the result per node').values()))['msg']
     assert [line.split()[:2] for line in shown[1:4]] == [['cpu-c', 'skip'], ['gpu-a', 'PASS'], ['gpu-b', 'FAIL']]
     try:

@@ -36,8 +36,8 @@ def test_markdown_lists_failing_nodes_with_reasons_and_the_measured_sizes(report
     assert '| gpu-b | FAIL | 8 x NVIDIA H100 80GB HBM3 | - | xid_since_boot, ib_ports |' in text
     assert '- **gpu-b** (FAIL)' in text
     assert '  - xid_since_boot: 8 NVIDIA driver error(s) since boot: Xid 45 on 0000:dc:00;' in text
-    assert '| 4GiB | 343.3 | 343.3 | 291.0 | PASS |' in text
-    assert '| 1MiB | 22.5 | 22.5 | - | info |' in text
+    assert '| 4GiB | 343.3 | 343.3 | 343.3 | 291.0 | PASS |' in text
+    assert '| 1MiB | 22.5 | 22.5 | 22.5 | - | info |' in text
     assert '| mlx5_8/1 | DOWN | 10 Gb/sec (4X SDR) |' in text
     assert '![busbw of gpu-a](acceptance-busbw-gpu-a.png)' in text
     assert '| mpi_allreduce | skip | hook not configured |' in text
@@ -45,10 +45,11 @@ def test_markdown_lists_failing_nodes_with_reasons_and_the_measured_sizes(report
 
 def test_plot_series_come_from_the_report(report):
     node_a = next(node for node in report['nodes'] if node['name'] == 'gpu-a')
-    labels, best, limits = render.busbw_series(node_a)
+    labels, best, limits, algbw = render.busbw_series(node_a)
     assert labels == ['1MiB', '8MiB', '64MiB', '256MiB', '1GiB', '4GiB']
     assert best == [22.5, 172.7, 264.7, 291.5, 327.2, 343.3]
     assert limits == [None, None, 211.0, 252.0, 278.0, 291.0]
+    assert algbw == best  # 2 GPUs: busbw = algbw
     labels, rates = render.ib_series(report)
     assert labels == ['gpu-b mlx5_0/1', 'gpu-b mlx5_1/1', 'gpu-b mlx5_8/1'] and rates == [400.0, 400.0, 0.0]
 
