@@ -61,7 +61,7 @@ status=$?
 say "## playbooks/validate.yml exit $status: $(grep -A1 'PLAY RECAP' "$OUT/validate.log" | tail -n 1 | tr -s ' ')"
 sed -n '/Show the result per node/,/^$/p' "$OUT/validate.log" | tee -a "$SUMMARY"
 for file in acceptance.json acceptance.md; do
-  [ -s "$OUT/$file" ] && say "OK   $file written" || say "FAIL $file missing"
+  if [ -s "$OUT/$file" ]; then say "OK   $file written"; else say "FAIL $file missing"; fi
 done
-say "INFO PNG: $(ls "$OUT"/acceptance-*.png 2>/dev/null | xargs -r -n1 basename | tr '\n' ' ')$(grep -o 'PNG skipped[^"]*' "$OUT/validate.log" | head -n 1)"
+say "INFO PNG: $(find "$OUT" -maxdepth 1 -name 'acceptance-*.png' -printf '%f ')$(grep -o 'PNG skipped[^"]*' "$OUT/validate.log" | head -n 1)"
 exit $status

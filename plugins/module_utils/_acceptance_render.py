@@ -170,4 +170,6 @@ def write_pngs(report, dest, basename):
         figure.savefig(os.path.join(dest, name), metadata={'Software': None})
         pyplot.close(figure)
         written['ib'] = name
+    if not written:
+        return written, 'PNG skipped: nothing to plot (no all-reduce result and no InfiniBand port)'
     return written, None
