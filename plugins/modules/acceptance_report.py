@@ -12,7 +12,7 @@ description:
   - Writes the report document (filter P(trainstack.cluster.acceptance_report#filter)) to O(dest) as C(<basename>.json), its Markdown
     rendering C(<basename>.md) and, where matplotlib is importable, PNG plots (busbw against the threshold per node with
     an all-reduce result; InfiniBand port rates). Without matplotlib the result says PNG was skipped and why.
-  - Meant to run on the controller (C(delegate_to: localhost), C(run_once)); returns the per-node table as lines.
+  - "Meant to run on the controller (C(delegate_to: localhost), C(run_once)); returns the per-node table as lines."
   - Files whose content would not change are left alone; in check mode nothing is written.
 extends_documentation_fragment:
   - trainstack.cluster.attributes
