@@ -101,24 +101,24 @@ def safe_name(name):
 
 
 def busbw_series(node):
-    """(labels, best busbw, thresholds, best algbw) of a node's all-reduce sizes, smallest first; None without sizes."""
+    """(labels, best busbw, thresholds, best algbw) of a node's all-reduce sizes, smallest first; empty lists without sizes."""
     allreduce = _allreduce(node)
     if not allreduce or not allreduce.get('sizes'):
-        return None
+        return [], [], [], []
     sizes = allreduce['sizes']
     return ([entry['label'] for entry in sizes], [entry['best'] for entry in sizes], [entry['threshold'] for entry in sizes],
             [entry.get('algbw_best') for entry in sizes])
 
 
 def ib_series(report):
-    """(port labels, rate Gb/s) of every InfiniBand port of every node; None without ports."""
+    """(port labels, rate Gb/s) of every InfiniBand port of every node."""
     labels, rates = [], []
     for node in report.get('nodes', []):
         ib = _ib(node)
         for port in (ib or {}).get('ports', []):
             labels.append('%s %s/%s' % (node['name'], port['device'], port['port']))
             rates.append(port['rate_gbps'] if port['state'] == 'ACTIVE' else 0.0)
-    return (labels, rates) if labels else None
+    return labels, rates
 
 
 def write_pngs(report, dest, basename):
@@ -131,10 +131,9 @@ def write_pngs(report, dest, basename):
         return {}, 'PNG skipped: matplotlib is not installed on the controller (pip install matplotlib)'
     written = {}
     for node in report.get('nodes', []):
-        series = busbw_series(node)
-        if not series:
+        labels, best, thresholds, algbw = busbw_series(node)
+        if not labels:
             continue
-        labels, best, thresholds, algbw = series
         figure, axes = pyplot.subplots(figsize=(8, 4.5))
         positions = list(range(len(labels)))
         axes.plot(positions, [value if value is not None else float('nan') for value in best], marker='o', label='busbw (best attempt)')
@@ -156,9 +155,8 @@ def write_pngs(report, dest, basename):
         figure.savefig(os.path.join(dest, name), metadata={'Software': None})
         pyplot.close(figure)
         written[node['name']] = name
-    series = ib_series(report)
-    if series:
-        labels, rates = series
+    labels, rates = ib_series(report)
+    if labels:
         figure, axes = pyplot.subplots(figsize=(max(6, 0.5 * len(labels) + 2), 4.5))
         axes.bar(range(len(labels)), rates)
         axes.set_xticks(range(len(labels)))
