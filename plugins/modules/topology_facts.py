@@ -116,6 +116,22 @@ ansible_facts:
           type: dict
           returned: always
           sample: {source: nvidia-smi, matrix: {GPU0: {GPU0: X, GPU1: NV18}, GPU1: {GPU0: NV18, GPU1: X}}}
+        sources:
+          description:
+            - Where each fact came from, per key (C(cpu), C(memory), C(numa_nodes), C(gpus), C(gpu_pci), C(gpu_affinity),
+              C(nvlink), C(hcas), C(ethernet), C(distances)). Values are C(nvidia-smi), C(sysfs), C(procfs), C(derived)
+              (computed from PCI ancestry and NUMA) or V(null) when no source provided the fact.
+          type: dict
+          returned: always
+          sample: {gpus: nvidia-smi, gpu_pci: sysfs, distances: derived, hcas: sysfs, cpu: procfs}
+        warnings:
+          description:
+            - Every reason to doubt a fact, one sentence each (also returned as module warnings). For example an
+              C(nvidia-smi topo -m) output that could not be read, a matrix whose GPU rows disagree with
+              C(--query-gpu), or a C(--query-gpu) row that did not parse. Empty when every source read cleanly.
+          type: list
+          elements: str
+          returned: always
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -130,6 +146,8 @@ def main():
     )
     root = module.params['root']
     topology = collect_topology(SysfsTree(root), CommandRunner(root, module.params['command_timeout']), module.params['nvidia_smi_path'])
+    for warning in topology['warnings']:
+        module.warn(warning)
     module.exit_json(changed=False, ansible_facts={'trainstack_topology': topology})
 
 
