@@ -21,7 +21,7 @@ _ANSI_ESCAPE_RE = re.compile(r'\x1b\[[0-9;]*m')
 _GPU_RE = re.compile(r'^GPU(\d+)$')
 _NIC_RE = re.compile(r'^NIC(\d+)$')
 # Old drivers name NIC columns after the RDMA device (mlx5_0, mlx4_0, mlx5_bond_0, bnxt_re0, irdma0 ...).
-_RDMA_NAME_RE = re.compile(r'^[a-z][a-z0-9]*(?:_[a-z0-9]+)*\d$')
+_RDMA_NAME_RE = re.compile(r'^[a-z][a-z0-9_]*\d$')
 # Values a matrix cell can hold (SOC is the pre-NODE name of SYS; C2C is Grace's chip-to-chip link).
 _CELL = r'(?:X|NV\d+|SYS|SOC|NODE|PHB|PXB|PIX|C2C|N/A)'
 _CELL_RE = re.compile('^' + _CELL + '$')
