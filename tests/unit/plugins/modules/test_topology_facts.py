@@ -140,3 +140,15 @@ def test_runs_as_a_module_process(roots, tmp_path):
                                env=dict(os.environ, PYTHONPATH=collections + os.pathsep + os.environ.get('PYTHONPATH', '')))
     facts = json.loads(completed.stdout)['ansible_facts']['trainstack_topology']
     assert [gpu['index'] for gpu in facts['gpus']] == list(range(8))
+
+
+def test_unreadable_topo_is_a_warning_and_the_matrix_is_derived(tmp_path, capsys):
+    root = recorded_root('hgx_h100', tmp_path)
+    with open(os.path.join(root, '.commands', 'nvidia-smi_topo-m.txt'), 'w', encoding='utf-8') as handle:
+        handle.write('Failed to initialize NVML: Driver/library version mismatch\n')
+    result = run_module(topology_facts.main, {'root': root}, capsys)
+    facts = result['ansible_facts']['trainstack_topology']
+    assert facts['distances']['source'] == 'derived' and facts['sources']['distances'] == 'derived'
+    assert any('could not be read: distances are derived from sysfs' in warning for warning in facts['warnings'])
+    # Also raised as module warnings (shown by ansible-playbook), whatever their wire form.
+    assert all(warning in json.dumps(result['warnings']) for warning in facts['warnings'])
