@@ -20,7 +20,19 @@ extends_documentation_fragment:
   - trainstack.cluster.attributes
   - trainstack.cluster.attributes.facts
   - trainstack.cluster.probe
-options: {}
+options:
+  record:
+    description:
+      - Path on the target of a tarball (C(.tar.gz)) to write with everything the probe read there, the sysfs and
+        procfs files, directory listings and symlinks, and the command outputs (as C(.commands/<key>.txt)).
+      - O(root) set to such a tarball reads it back with identical facts. C(trainstack.cluster.record) (playbooks/record.yml)
+        fetches it to the controller; attach it to a bug report about a misdetected machine.
+      - Not written in check mode. Writing it reports RV(changed).
+    type: path
+attributes:
+  check_mode:
+    support: full
+    details: In check mode O(record) is not written.
 author:
   - trainstack.cluster developers (@trainstack)
 """
@@ -36,9 +48,28 @@ EXAMPLES = r"""
 - name: Read a recorded host
   trainstack.cluster.topology_facts:
     root: /srv/captures/node042
+
+- name: Record what the probe reads, for a bug report
+  trainstack.cluster.topology_facts:
+    record: /tmp/trainstack-record.tar.gz
+
+- name: Read the recording back (on the controller, for example)
+  trainstack.cluster.topology_facts:
+    root: ./probe-results/node042/trainstack-record.tar.gz
+  delegate_to: localhost
 """
 
 RETURN = r"""
+record:
+  description: Path of the tarball written on the target, with O(record).
+  returned: when O(record) is set and not in check mode
+  type: str
+  sample: /tmp/trainstack-record.tar.gz
+record_members:
+  description: Number of files, directories and symlinks in the tarball.
+  returned: when O(record) is set and not in check mode
+  type: int
+  sample: 412
 ansible_facts:
   description: Facts to add to C(ansible_facts).
   returned: always
@@ -136,19 +167,31 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.trainstack.cluster.plugins.module_utils._commands import PROBE_ARGUMENT_SPEC, CommandRunner
+from ansible_collections.trainstack.cluster.plugins.module_utils._probe_record import RecordError, RecordingTree, probe_root, write_record
 from ansible_collections.trainstack.cluster.plugins.module_utils._topology import SysfsTree, collect_topology
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=PROBE_ARGUMENT_SPEC,
+        argument_spec=dict(PROBE_ARGUMENT_SPEC, record={'type': 'path'}),
         supports_check_mode=True,
     )
-    root = module.params['root']
-    topology = collect_topology(SysfsTree(root), CommandRunner(root, module.params['command_timeout']), module.params['nvidia_smi_path'])
+    record = module.params['record']
+    result = {'changed': False}
+    try:
+        # root may be a record tarball: it is unpacked into a temporary root for the probe.
+        with probe_root(module.params['root']) as root:
+            tree = RecordingTree(root) if record else SysfsTree(root)
+            commands = CommandRunner(root, module.params['command_timeout'])
+            topology = collect_topology(tree, commands, module.params['nvidia_smi_path'])
+            if record and not module.check_mode:
+                result['record_members'] = write_record(tree, commands.outputs(), record)
+                result.update(changed=True, record=record)
+    except (RecordError, OSError) as error:
+        module.fail_json(msg='cannot read or record the probe: %s' % error)
     for warning in topology['warnings']:
         module.warn(warning)
-    module.exit_json(changed=False, ansible_facts={'trainstack_topology': topology})
+    module.exit_json(ansible_facts={'trainstack_topology': topology}, **result)
 
 
 if __name__ == '__main__':
