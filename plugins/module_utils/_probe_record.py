@@ -59,16 +59,24 @@ class _Archive:
     def __init__(self, root):
         self.root = root
         self.members = {}
+        self._resolved = {}
 
     def host(self, name):
         return os.path.join(self.root, name.lstrip('/'))
 
     def canonical(self, path, depth=0):
-        """Walk ``path`` component by component, recording symlinks and directories; its link-free form or None."""
+        """Resolve ``path`` component by component, recording its symlinks and directories; its link-free form or None."""
+        path = posixpath.normpath('/' + path.lstrip('/'))
+        if path == '/':
+            return path
+        if path in self._resolved:
+            return self._resolved[path]
         if depth > _MAX_LINK_DEPTH:
             return None
-        current = '/'
-        for part in [part for part in path.strip('/').split('/') if part]:
+        parent, part = posixpath.split(path)
+        current = self.canonical(parent, depth)
+        resolved = None
+        if current is not None:
             candidate = posixpath.join(current, part)
             host = self.host(candidate)
             if os.path.islink(host):
@@ -77,17 +85,14 @@ class _Archive:
                     # Keep the recording self-contained: point inside the recorded root.
                     link = posixpath.relpath(link, current)
                 self.members.setdefault(candidate.lstrip('/'), ('symlink', link))
-                current = self.canonical(posixpath.normpath(posixpath.join(current, link)), depth + 1)
-                if current is None:
-                    return None
+                resolved = self.canonical(posixpath.join(current, link), depth + 1)
             elif os.path.isdir(host):
                 self.members.setdefault(candidate.lstrip('/'), ('dir', None))
-                current = candidate
+                resolved = candidate
             elif os.path.exists(host):
-                current = candidate
-            else:
-                return None
-        return current
+                resolved = candidate
+        self._resolved[path] = resolved
+        return resolved
 
     def add_file(self, path):
         canonical = self.canonical(path)
@@ -128,7 +133,7 @@ class _Archive:
         descriptor, temporary = tempfile.mkstemp(prefix='.trainstack-record-', dir=directory)
         os.close(descriptor)
         now = int(time.time())
-        with tarfile.open(temporary, 'w:gz') as archive:
+        with tarfile.open(temporary, 'w:gz', compresslevel=6) as archive:
             for name in sorted(self.members):
                 kind, payload = self.members[name]
                 info = tarfile.TarInfo(name)
