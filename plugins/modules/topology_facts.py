@@ -27,7 +27,7 @@ options:
         procfs files, directory listings and symlinks, and the command outputs (as C(.commands/<key>.txt)).
       - O(root) set to such a tarball reads it back with identical facts. C(trainstack.cluster.record) (playbooks/record.yml)
         fetches it to the controller; attach it to a bug report about a misdetected machine.
-      - Not written in check mode. Writing it reports RV(changed).
+      - Not written in check mode. Writing it makes the task report a change.
     type: path
 attributes:
   check_mode:
