@@ -47,6 +47,10 @@ class CommandRunner:
             self._outputs[key] = self._replay(key) if self.replay_dir else self._execute(argv)
         return self._outputs[key]
 
+    def outputs(self):
+        """{key: output or None} of every command asked for so far (what a recording keeps)."""
+        return dict(self._outputs)
+
     def _replay(self, key):
         try:
             with open(os.path.join(self.replay_dir, key + '.txt'), encoding='utf-8', errors='replace') as recorded:

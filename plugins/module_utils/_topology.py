@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import re
 
+from ansible_collections.trainstack.cluster.plugins.module_utils._nvsmi_topo import parse_topo
+
 NVIDIA_SMI_QUERY_FIELDS = (
     'index', 'name', 'uuid', 'pci.bus_id', 'compute_cap', 'memory.total', 'driver_version',
     'mig.mode.current', 'pcie.link.gen.max', 'pcie.link.width.max',
@@ -239,16 +241,44 @@ def _pci_attributes(tree, path):
 
 def parse_query_csv(text):
     """Rows of ``nvidia-smi --query-gpu`` CSV (with header), keyed by field name."""
-    lines = [line for line in (text or '').splitlines() if line.strip()]
+    return read_query_csv(text)[0]
+
+
+def read_query_csv(text):
+    """(rows, problems) of ``nvidia-smi --query-gpu`` CSV.
+
+    Columns are matched by the header's names.  A BOM is dropped; a name holding commas
+    is joined back (it is the only free-text field); a missing header falls back to the
+    requested field order when the field count fits; any row that still does not parse
+    is left out and named in ``problems``.
+    """
+    lines = [line for line in (text or '').lstrip('\ufeff').splitlines() if line.strip()]
+    problems = []
     if not lines:
-        return []
+        return [], problems
     header = [re.sub(r'\s*\[.*\]$', '', field.strip()) for field in lines[0].split(',')]
+    if 'index' not in header:
+        if len(lines[0].split(',')) >= len(NVIDIA_SMI_QUERY_FIELDS) and parse_int(lines[0].split(',')[0].strip()) is not None:
+            problems.append('nvidia-smi --query-gpu printed no header line; columns taken in the requested order')
+            header = list(NVIDIA_SMI_QUERY_FIELDS)
+            lines = [''] + lines
+        else:
+            problems.append('nvidia-smi --query-gpu output has no header naming its columns; first line: %r' % lines[0][:120])
+            return [], problems
     rows = []
     for line in lines[1:]:
         values = [_query_value(value) for value in line.split(',')]
-        if len(values) == len(header):
-            rows.append(dict(zip(header, values)))
-    return rows
+        extra = len(values) - len(header)
+        if extra > 0 and 'name' in header:
+            # Only the product name is free text ("NVIDIA A100-SXM4-80GB, MIG" style names exist): join it back.
+            at = header.index('name')
+            values[at:at + extra + 1] = [', '.join(value or '' for value in values[at:at + extra + 1])]
+        row = dict(zip(header, values)) if len(values) == len(header) else None
+        if row is None or parse_int(row.get('index')) is None or ('pci.bus_id' in row and normalize_busid(row['pci.bus_id']) is None):
+            problems.append('nvidia-smi --query-gpu row does not parse: %r' % line[:160])
+            continue
+        rows.append(row)
+    return rows, problems
 
 
 def _query_value(value):
@@ -260,32 +290,9 @@ def _query_value(value):
 
 
 def parse_topo_matrix(text):
-    """``nvidia-smi topo -m`` -> (matrix {row: {column: cell}}, affinity {row: {...}}).
-
-    Devices are named GPU<index> and, through the NIC legend, by their RDMA name.
-    """
-    lines = [_ANSI_ESCAPE_RE.sub('', line) for line in (text or '').splitlines()]
-    # The header is the line naming GPU0 whose first (row label) cell is empty.
-    header_index = next((i for i, line in enumerate(lines) if 'GPU0' in line and not line.split('\t')[0].strip()), None)
-    if header_index is None:
-        return {}, {}
-    columns = [cell.strip() for cell in lines[header_index].split('\t') if cell.strip()]
-    devices = [column for column in columns if re.match(r'^(GPU|NIC)\d+$', column)]
-    legend = dict(re.findall(r'^\s*(NIC\d+):\s*(\S+)\s*$', '\n'.join(lines), re.MULTILINE))
-    matrix, affinity = {}, {}
-    for line in lines[header_index + 1:]:
-        cells = line.split('\t')
-        row = cells[0].strip()
-        if row not in devices:
-            continue
-        values = [cell.strip() for cell in cells[1:]]
-        name = legend.get(row, row)
-        matrix[name] = {legend.get(column, column): value for column, value in zip(devices, values[:len(devices)])}
-        extra = [value for value in values[len(devices):] if value]
-        if row.startswith('GPU'):
-            keys = ('cpu_affinity', 'numa_affinity', 'gpu_numa_id')
-            affinity[name] = {key: (value if value != 'N/A' else None) for key, value in zip(keys, extra)}
-    return matrix, affinity
+    """``nvidia-smi topo -m`` -> (matrix {row: {column: cell}}, affinity {row: {...}}); see _nvsmi_topo.parse_topo."""
+    parsed = parse_topo(text)
+    return parsed['matrix'], parsed['affinity']
 
 
 def parse_nvlink_status(text):
@@ -321,8 +328,10 @@ def parse_fabric_states(text):
     return states
 
 
-def read_gpus(tree, commands, nvidia_smi):
-    rows = parse_query_csv(commands.output('nvidia-smi_query-gpu', [nvidia_smi] + NVIDIA_SMI_COMMANDS['nvidia-smi_query-gpu']))
+def read_gpus(tree, commands, nvidia_smi, warnings=None):
+    rows, problems = read_query_csv(commands.output('nvidia-smi_query-gpu', [nvidia_smi] + NVIDIA_SMI_COMMANDS['nvidia-smi_query-gpu']))
+    if warnings is not None:
+        warnings.extend(problems)
     gpus = []
     for row in rows:
         busid = normalize_busid(row.get('pci.bus_id'))
@@ -580,13 +589,40 @@ def _nvlink_cell(first, second, nvswitch):
     return None
 
 
+def read_topo(commands, nvidia_smi, gpus, warnings):
+    """Matrix and affinities of ``topo -m``; every reason to doubt them goes to warnings."""
+    text = commands.output('nvidia-smi_topo-m', [nvidia_smi] + NVIDIA_SMI_COMMANDS['nvidia-smi_topo-m'])
+    parsed = parse_topo(text)
+    warnings.extend('nvidia-smi topo -m: ' + problem for problem in parsed['problems'])
+    if text and text.strip() and not parsed['matrix']:
+        warnings.append('nvidia-smi topo -m could not be read: distances are derived from sysfs instead')
+    listed = sorted(gpu['index'] for gpu in gpus)
+    if parsed['matrix'] and parsed['gpus'] != listed:
+        warnings.append('nvidia-smi topo -m has rows for GPUs %s but --query-gpu lists GPUs %s: the matrix contradicts '
+                        'the GPU list (nccl_topology refuses it)' % (parsed['gpus'], listed))
+    return parsed['matrix'], parsed['affinity']
+
+
+def matrix_contradiction(topology):
+    """Why the facts' nvidia-smi matrix cannot describe their GPU list, or None when it can."""
+    distances = topology.get('distances') or {}
+    if distances.get('source') != 'nvidia-smi':
+        return None
+    rows = sorted(int(name[3:]) for name in distances.get('matrix', {}) if re.match(r'^GPU\d+$', name))
+    listed = sorted(gpu['index'] for gpu in topology.get('gpus', []))
+    if rows != listed:
+        return 'nvidia-smi topo -m has rows for GPUs %s but the GPU list (--query-gpu) has GPUs %s' % (rows, listed)
+    return None
+
+
 def collect_topology(tree, commands, nvidia_smi='nvidia-smi'):
     """The ``trainstack_topology`` fact."""
+    warnings = []
     uname = commands.output(UNAME_COMMAND[0], UNAME_COMMAND[1])
-    gpus = read_gpus(tree, commands, nvidia_smi)
+    gpus = read_gpus(tree, commands, nvidia_smi, warnings)
     matrix, affinity = ({}, {})
     if gpus:
-        matrix, affinity = parse_topo_matrix(commands.output('nvidia-smi_topo-m', [nvidia_smi] + NVIDIA_SMI_COMMANDS['nvidia-smi_topo-m']))
+        matrix, affinity = read_topo(commands, nvidia_smi, gpus, warnings)
         attach_nvlinks(gpus, matrix, parse_nvlink_status(
             commands.output('nvidia-smi_nvlink-s', [nvidia_smi] + NVIDIA_SMI_COMMANDS['nvidia-smi_nvlink-s'])))
         for gpu in gpus:
@@ -594,7 +630,7 @@ def collect_topology(tree, commands, nvidia_smi='nvidia-smi'):
     nvswitch = detect_nvswitch(tree, gpus, commands, nvidia_smi) if gpus else False
     hcas = read_hcas(tree)
     numa_nodes = read_numa_nodes(tree)
-    return {
+    facts = {
         'cpu': read_cpu(tree, uname),
         'numa_nodes': numa_nodes,
         'memory': read_memory(tree),
@@ -603,4 +639,24 @@ def collect_topology(tree, commands, nvidia_smi='nvidia-smi'):
         'hcas': hcas,
         'ethernet': read_ethernet(tree, hcas),
         'distances': distances(gpus, hcas, matrix, nvswitch, numa_nodes),
+    }
+    facts['sources'] = _sources(facts, affinity)
+    facts['warnings'] = warnings
+    return facts
+
+
+def _sources(facts, affinity):
+    """Where each fact came from: nvidia-smi, sysfs, procfs, derived, or None when nothing provided it."""
+    gpus = facts['gpus']
+    return {
+        'cpu': 'procfs' if facts['cpu'] else None,
+        'memory': 'procfs' if facts['memory'] else None,
+        'numa_nodes': 'sysfs' if facts['numa_nodes'] else None,
+        'gpus': 'nvidia-smi' if gpus else None,
+        'gpu_pci': 'sysfs' if any(gpu['pci_class'] for gpu in gpus) else None,
+        'gpu_affinity': 'nvidia-smi' if affinity else None,
+        'nvlink': 'nvidia-smi' if any(gpu['nvlink']['active_links'] or gpu['nvlink']['peers'] for gpu in gpus) else None,
+        'hcas': 'sysfs' if facts['hcas'] else None,
+        'ethernet': 'sysfs' if facts['ethernet'] else None,
+        'distances': None if facts['distances']['source'] == 'none' else facts['distances']['source'],
     }

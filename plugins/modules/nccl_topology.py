@@ -22,6 +22,8 @@ description:
     per NVLink peer GPU. HCAs with an ACTIVE port get C(nic)/C(net) with C(name) and C(speed) (Mb/s); other
     C(net) attributes are left for NCCL to fill. Ethernet interfaces are left to NCCL's own detection.
   - Facts without GPUs write nothing and report RV(msg).
+  - Facts whose C(nvidia-smi topo -m) matrix has GPU rows other than the GPUs of C(--query-gpu) make the module fail
+    with both lists, rather than write a file from either.
 extends_documentation_fragment:
   - trainstack.cluster.attributes
   - ansible.builtin.files
@@ -101,6 +103,7 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_text
 from ansible_collections.trainstack.cluster.plugins.module_utils._nccl_xml import TopologyError, build_topology_xml
+from ansible_collections.trainstack.cluster.plugins.module_utils._topology import matrix_contradiction
 
 
 def read_text(path):
@@ -130,6 +133,11 @@ def main():
         supports_check_mode=True,
     )
     dest = module.params['dest']
+    contradiction = matrix_contradiction(module.params['topology'])
+    if contradiction:
+        # NVLink peers and NIC distances come from that matrix: a file built from it would misroute NCCL.
+        module.fail_json(msg='refusing to write an NCCL topology file from a matrix that contradicts the GPU list: %s' % contradiction,
+                         dest=dest)
     try:
         xml = build_topology_xml(module.params['topology'])
     except (TopologyError, KeyError, TypeError) as error:

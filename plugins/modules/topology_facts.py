@@ -20,7 +20,19 @@ extends_documentation_fragment:
   - trainstack.cluster.attributes
   - trainstack.cluster.attributes.facts
   - trainstack.cluster.probe
-options: {}
+options:
+  record:
+    description:
+      - Path on the target of a tarball (C(.tar.gz)) to write with everything the probe read there, the sysfs and
+        procfs files, directory listings and symlinks, and the command outputs (as C(.commands/<key>.txt)).
+      - O(root) set to such a tarball reads it back with identical facts. C(trainstack.cluster.record) (playbooks/record.yml)
+        fetches it to the controller; attach it to a bug report about a misdetected machine.
+      - Not written in check mode. Writing it makes the task report a change.
+    type: path
+attributes:
+  check_mode:
+    support: full
+    details: In check mode O(record) is not written.
 author:
   - trainstack.cluster developers (@trainstack)
 """
@@ -36,9 +48,28 @@ EXAMPLES = r"""
 - name: Read a recorded host
   trainstack.cluster.topology_facts:
     root: /srv/captures/node042
+
+- name: Record what the probe reads, for a bug report
+  trainstack.cluster.topology_facts:
+    record: /tmp/trainstack-record.tar.gz
+
+- name: Read the recording back (on the controller, for example)
+  trainstack.cluster.topology_facts:
+    root: ./probe-results/node042/trainstack-record.tar.gz
+  delegate_to: localhost
 """
 
 RETURN = r"""
+record:
+  description: Path of the tarball written on the target, with O(record).
+  returned: when O(record) is set and not in check mode
+  type: str
+  sample: /tmp/trainstack-record.tar.gz
+record_members:
+  description: Number of files, directories and symlinks in the tarball.
+  returned: when O(record) is set and not in check mode
+  type: int
+  sample: 412
 ansible_facts:
   description: Facts to add to C(ansible_facts).
   returned: always
@@ -116,21 +147,51 @@ ansible_facts:
           type: dict
           returned: always
           sample: {source: nvidia-smi, matrix: {GPU0: {GPU0: X, GPU1: NV18}, GPU1: {GPU0: NV18, GPU1: X}}}
+        sources:
+          description:
+            - Where each fact came from, per key (C(cpu), C(memory), C(numa_nodes), C(gpus), C(gpu_pci), C(gpu_affinity),
+              C(nvlink), C(hcas), C(ethernet), C(distances)). Values are C(nvidia-smi), C(sysfs), C(procfs), C(derived)
+              (computed from PCI ancestry and NUMA) or V(null) when no source provided the fact.
+          type: dict
+          returned: always
+          sample: {gpus: nvidia-smi, gpu_pci: sysfs, distances: derived, hcas: sysfs, cpu: procfs}
+        warnings:
+          description:
+            - Every reason to doubt a fact, one sentence each (also returned as module warnings). For example an
+              C(nvidia-smi topo -m) output that could not be read, a matrix whose GPU rows disagree with
+              C(--query-gpu), or a C(--query-gpu) row that did not parse. Empty when every source read cleanly.
+          type: list
+          elements: str
+          returned: always
 """
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.trainstack.cluster.plugins.module_utils._commands import PROBE_ARGUMENT_SPEC, CommandRunner
+from ansible_collections.trainstack.cluster.plugins.module_utils._probe_record import RecordError, RecordingTree, probe_root, write_record
 from ansible_collections.trainstack.cluster.plugins.module_utils._topology import SysfsTree, collect_topology
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=PROBE_ARGUMENT_SPEC,
+        argument_spec=dict(PROBE_ARGUMENT_SPEC, record={'type': 'path'}),
         supports_check_mode=True,
     )
-    root = module.params['root']
-    topology = collect_topology(SysfsTree(root), CommandRunner(root, module.params['command_timeout']), module.params['nvidia_smi_path'])
-    module.exit_json(changed=False, ansible_facts={'trainstack_topology': topology})
+    record = module.params['record']
+    result = {'changed': False}
+    try:
+        # root may be a record tarball: it is unpacked into a temporary root for the probe.
+        with probe_root(module.params['root']) as root:
+            tree = RecordingTree(root) if record else SysfsTree(root)
+            commands = CommandRunner(root, module.params['command_timeout'])
+            topology = collect_topology(tree, commands, module.params['nvidia_smi_path'])
+            if record and not module.check_mode:
+                result['record_members'] = write_record(tree, commands.outputs(), record)
+                result.update(changed=True, record=record)
+    except (RecordError, OSError) as error:
+        module.fail_json(msg='cannot read or record the probe: %s' % error)
+    for warning in topology['warnings']:
+        module.warn(warning)
+    module.exit_json(ansible_facts={'trainstack_topology': topology}, **result)
 
 
 if __name__ == '__main__':

@@ -20,9 +20,12 @@ sys.path.insert(0, os.path.join(ROOT, 'collections'))
 
 from ansible_collections.trainstack.cluster.plugins.module_utils._commands import CommandRunner  # noqa: E402
 from ansible_collections.trainstack.cluster.plugins.module_utils._nccl_xml import build_topology_xml  # noqa: E402
+from ansible_collections.trainstack.cluster.plugins.module_utils._nvsmi_topo import parse_topo  # noqa: E402
+from ansible_collections.trainstack.cluster.plugins.module_utils._probe_record import RecordingTree, write_record  # noqa: E402
 from ansible_collections.trainstack.cluster.plugins.module_utils._topology import SysfsTree, collect_topology  # noqa: E402
 
 FIXTURES = os.path.join(ROOT, 'tests', 'unit', 'fixtures', 'topology')
+TOPO_CORPUS = os.path.join(ROOT, 'tests', 'unit', 'fixtures', 'nvidia_smi_topo')
 
 
 def load_make_fixtures():
@@ -49,6 +52,23 @@ def main():
             probe, facts = cpu_seconds(lambda: collect_topology(SysfsTree(root), CommandRunner(root)), repeats)
             render, _xml = cpu_seconds(lambda: build_topology_xml(facts), repeats)
             print('%-14s %12.4f %12.4f %6d %6d' % (case, probe, render, len(facts['gpus']), len(facts['hcas'])))
+            if case == 'hgx_h100':
+                def probe_and_record():
+                    tree, commands = RecordingTree(root), CommandRunner(root)
+                    collect_topology(tree, commands)
+                    return write_record(tree, commands.outputs(), os.path.join(scratch, 'record.tar.gz'))
+                recording, members = cpu_seconds(probe_and_record, repeats)
+                print('%-14s %12.4f %12s %6s %6s  (probe + record tarball, %d members)' % ('hgx_h100+rec', recording, '-', '-', '-', members))
+    texts = {}
+    for case in sorted(os.listdir(TOPO_CORPUS)):
+        path = os.path.join(TOPO_CORPUS, case, 'topo-m.txt')
+        if os.path.isfile(path):
+            with open(path, encoding='utf-8') as handle:
+                texts[case] = handle.read()
+    parse_times = {case: cpu_seconds(lambda text=text: parse_topo(text), repeats)[0] for case, text in texts.items()}
+    slowest = max(parse_times, key=parse_times.get)
+    print('topo -m parser: %d real outputs, slowest %.4f s (%s), mean %.4f s' % (
+        len(texts), parse_times[slowest], slowest, sum(parse_times.values()) / max(1, len(texts))))
     if os.path.isdir('/sys/bus/pci/devices'):
         # This machine's own sysfs, commands live (nvidia-smi is absent on CI machines).
         probe, facts = cpu_seconds(lambda: collect_topology(SysfsTree('/'), CommandRunner('/')), max(1, repeats // 4))

@@ -4,11 +4,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ansible_collections.trainstack.cluster.plugins.module_utils._topology import (
     cpumap_from_cpus, derived_distance, expand_cpulist, normalize_busid, parse_fabric_states, parse_nvlink_status,
-    parse_query_csv, parse_topo_matrix,
+    parse_query_csv, parse_topo_matrix, read_query_csv,
 )
 
 
@@ -105,3 +107,51 @@ def _endpoint(busid, chain, host_bridge='pci0000:15', numa_node=0):
 ])
 def test_derived_distance(second, numa_known, expected):
     assert derived_distance(_endpoint('a', ['rp', 'up', 'd0']), second, numa_known) == expected
+
+
+H200_QUERY = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                          'fixtures', 'topology', 'h200_vm', 'commands', 'nvidia-smi_query-gpu.txt')
+
+
+def h200_query():
+    with open(H200_QUERY, encoding='utf-8') as handle:
+        return handle.read()
+
+
+def test_query_csv_of_the_real_h200_reads_cleanly():
+    rows, problems = read_query_csv(h200_query())
+    assert problems == [] and [row['pci.bus_id'] for row in rows] == ['00000000:00:06.0', '00000000:00:07.0']
+
+
+def test_query_csv_with_a_bom_reads_the_same():
+    assert read_query_csv('\ufeff' + h200_query()) == read_query_csv(h200_query())
+
+
+def test_query_csv_name_with_a_comma_is_joined_back():
+    rows, problems = read_query_csv(h200_query().replace('NVIDIA H200, 00000000:00:07.0', 'NVIDIA H200 NVL, Rev A, 00000000:00:07.0'))
+    assert problems == []
+    assert (rows[1]['name'], rows[1]['pci.bus_id'], rows[1]['uuid']) == (
+        'NVIDIA H200 NVL, Rev A', '00000000:00:07.0', 'GPU-9ee8f679-82be-17d4-4846-e15b9cd1f3c0')
+
+
+def test_query_csv_row_that_does_not_parse_is_left_out_and_named():
+    rows, problems = read_query_csv(h200_query().replace('1, NVIDIA H200, 00000000:00:07.0', 'x, NVIDIA H200, 00000000:00:07.0'))
+    assert [row['index'] for row in rows] == ['0']
+    assert len(problems) == 1 and problems[0].startswith("nvidia-smi --query-gpu row does not parse: 'x, NVIDIA H200")
+
+
+def test_query_csv_cut_row_is_named():
+    rows, problems = read_query_csv(h200_query().rsplit(',', 3)[0])
+    assert len(rows) == 1 and 'does not parse' in problems[0]
+
+
+def test_query_csv_without_header_takes_the_requested_order():
+    fields = ['0', 'NVIDIA H200', 'GPU-5748', '00000000:00:06.0', '9.0', '143771', '580.159.04', '[N/A]', '5', '16']
+    rows, problems = read_query_csv(', '.join(fields) + '\n')
+    assert problems == ['nvidia-smi --query-gpu printed no header line; columns taken in the requested order']
+    assert (rows[0]['pci.bus_id'], rows[0]['memory.total'], rows[0]['mig.mode.current']) == ('00000000:00:06.0', '143771', None)
+
+
+def test_query_csv_error_text_instead_of_a_table_is_named():
+    rows, problems = read_query_csv('NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.\n')
+    assert rows == [] and 'has no header naming its columns' in problems[0]

@@ -12,7 +12,9 @@ import pytest
 
 import nccl_xml_checker
 from ansible_collections.trainstack.cluster.plugins.modules import nccl_topology
-from topology_support import GPU_CASES, NCCL_XML_GOLDEN, probe_recorded_cases, run_module
+from ansible_collections.trainstack.cluster.plugins.module_utils._commands import CommandRunner
+from ansible_collections.trainstack.cluster.plugins.module_utils._topology import SysfsTree, collect_topology
+from topology_support import GPU_CASES, NCCL_XML_GOLDEN, probe_recorded_cases, recorded_root, run_module
 
 
 @pytest.fixture(scope='module')
@@ -95,3 +97,33 @@ def test_missing_compute_capability_fails_clearly(facts, tmp_path, capsys):
 def test_missing_directory_fails(facts, tmp_path, capsys):
     result = write({'topology': facts['h200_vm'], 'dest': str(tmp_path / 'absent' / 'topo.xml')}, capsys)
     assert result['failed'] is True
+
+
+def _probe_edited(case, tmp_path, key, edit):
+    """Facts of a recorded case after one recorded command output was edited."""
+    root = recorded_root(case, tmp_path)
+    path = os.path.join(root, '.commands', key + '.txt')
+    with open(path, encoding='utf-8') as handle:
+        text = handle.read()
+    with open(path, 'w', encoding='utf-8') as handle:
+        handle.write(edit(text))
+    return collect_topology(SysfsTree(root), CommandRunner(root))
+
+
+def _drop_lines_starting(prefix):
+    return lambda text: ''.join(line for line in text.splitlines(True) if not line.startswith(prefix))
+
+
+@pytest.mark.parametrize(('key', 'edit', 'rows', 'listed'), [
+    # topo -m cut before GPU7's row: the matrix lacks a GPU the query lists.
+    ('nvidia-smi_topo-m', _drop_lines_starting('GPU7\t'), list(range(7)), list(range(8))),
+    # A --query-gpu row that does not parse: the matrix has a GPU the list lacks.
+    ('nvidia-smi_query-gpu', lambda text: text.replace('00000000:BF:00.0', 'garbled', 1), list(range(8)), list(range(7))),
+])
+def test_matrix_contradicting_the_gpu_list_is_refused(key, edit, rows, listed, tmp_path, capsys):
+    topology = _probe_edited('hgx_h100', tmp_path, key, edit)
+    assert any('rows for GPUs %s but --query-gpu lists GPUs %s' % (rows, listed) in warning for warning in topology['warnings'])
+    dest = tmp_path / 'topo.xml'
+    result = write({'topology': topology, 'dest': str(dest)}, capsys)
+    assert result['failed'] is True and not dest.exists()
+    assert 'contradicts the GPU list' in result['msg'] and str(rows) in result['msg'] and str(listed) in result['msg']

@@ -106,7 +106,9 @@ def test_derived_matrix_equals_nvidia_smi(case, roots, capsys, tmp_path):
 def test_empty_root_gives_empty_facts(tmp_path, capsys):
     assert gather(str(tmp_path), capsys) == {
         'cpu': None, 'numa_nodes': [], 'memory': None, 'gpus': [], 'nvswitch': False, 'hcas': [], 'ethernet': [],
-        'distances': {'source': 'none', 'matrix': {}},
+        'distances': {'source': 'none', 'matrix': {}}, 'warnings': [],
+        'sources': {'cpu': None, 'memory': None, 'numa_nodes': None, 'gpus': None, 'gpu_pci': None, 'gpu_affinity': None,
+                    'nvlink': None, 'hcas': None, 'ethernet': None, 'distances': None},
     }
 
 
@@ -138,3 +140,17 @@ def test_runs_as_a_module_process(roots, tmp_path):
                                env=dict(os.environ, PYTHONPATH=collections + os.pathsep + os.environ.get('PYTHONPATH', '')))
     facts = json.loads(completed.stdout)['ansible_facts']['trainstack_topology']
     assert [gpu['index'] for gpu in facts['gpus']] == list(range(8))
+
+
+def test_unreadable_topo_is_a_warning_and_the_matrix_is_derived(tmp_path, capsys, monkeypatch):
+    warned = []
+    # Ansible keeps warnings process-wide (deduplicated): catch the module's own calls instead.
+    monkeypatch.setattr(topology_facts.AnsibleModule, 'warn', lambda self, warning: warned.append(warning))
+    root = recorded_root('hgx_h100', tmp_path)
+    with open(os.path.join(root, '.commands', 'nvidia-smi_topo-m.txt'), 'w', encoding='utf-8') as handle:
+        handle.write('Failed to initialize NVML: Driver/library version mismatch\n')
+    result = run_module(topology_facts.main, {'root': root}, capsys)
+    facts = result['ansible_facts']['trainstack_topology']
+    assert facts['distances']['source'] == 'derived' and facts['sources']['distances'] == 'derived'
+    assert any('could not be read: distances are derived from sysfs' in warning for warning in facts['warnings'])
+    assert warned == facts['warnings']
