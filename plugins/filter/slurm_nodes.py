@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.trainstack.cluster.plugins.module_utils._slurmd import compare_node, parse_slurmd_C
+
 # "NVIDIA H100 80GB HBM3" -> h100, "Tesla V100-SXM2-32GB" -> v100, "NVIDIA GeForce RTX 4090" -> 4090
 _GPU_NAME_PREFIX_RE = re.compile(r'(?i)^(nvidia\s+)?((tesla|geforce|quadro|rtx)\s+)*')
 _GPU_TYPE_RE = re.compile(r'^[a-z0-9]+')
@@ -165,6 +167,14 @@ def slurm_node_definition(topology, host, overrides=None, memory_factor=1.0, mem
             'gpu_types_missing': bool(gpus) and '' in types}
 
 
+def slurm_node_hardware_check(line, slurmd_c_output):
+    """Compare a rendered NodeName line with ``slurmd -C``'s: what would drain the node, what merely differs."""
+    actual = parse_slurmd_C(slurmd_c_output)
+    fatal, notes = compare_node(line, actual)
+    return {'drains': bool(fatal), 'reasons': sorted(fatal), 'problems': [fatal[key] for key in sorted(fatal)],
+            'differences': notes, 'slurmd_line': actual['line']}
+
+
 class FilterModule:
     """Slurm node definition filters."""
 
@@ -172,4 +182,5 @@ class FilterModule:
         return {
             'slurm_node_definition': slurm_node_definition,
             'slurm_gpu_cores': slurm_gpu_cores,
+            'slurm_node_hardware_check': slurm_node_hardware_check,
         }
