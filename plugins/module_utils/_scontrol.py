@@ -156,20 +156,35 @@ def summarize_node(fields):
     }
 
 
+def _node_records(text):
+    """One line per node from either form: ``scontrol -o`` (a line each) or the default multi-line form
+    (``NodeName=...`` then indented continuation lines, a blank line between nodes)."""
+    records = []
+    current = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            current = None
+            continue
+        if stripped.startswith('NodeName=') or _NOT_FOUND_RE.match(stripped):
+            current = [stripped]
+            records.append(current)
+        elif current is not None and line[:1].isspace():
+            current.append(stripped)
+    return [' '.join(parts) for parts in records]
+
+
 def parse_show_node(text):
-    """``scontrol -o show node ...`` output -> ({name: summary}, [names Slurm reported as not found])."""
+    """``scontrol [-o] show node ...`` output -> ({name: summary}, [names Slurm reported as not found])."""
     nodes = {}
     missing = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        not_found = _NOT_FOUND_RE.match(line.strip())
+    for record in _node_records(text):
+        not_found = _NOT_FOUND_RE.match(record)
         if not_found:
             missing.append(not_found.group('name'))
             continue
-        if line.lstrip().startswith('NodeName='):
-            node = summarize_node(parse_node_line(line))
-            nodes[node['name']] = node
+        node = summarize_node(parse_node_line(record))
+        nodes[node['name']] = node
     return nodes, missing
 
 

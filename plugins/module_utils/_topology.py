@@ -148,7 +148,24 @@ def read_cpu(tree, uname_machine):
         'threads_per_core': threads_per_core,
         'logical_cpus': len(processors),
         'online': tree.read('/sys/devices/system/cpu/online'),
+        'cores': _cores(processors),
     }
+
+
+def _cores(processors):
+    """Every core as {socket, core, cpus}, ordered by its first CPU id; None where cpuinfo names no core.
+
+    Consumers need which CPU ids share a core and a socket (Slurm's core indexes are not CPU ids
+    where Linux interleaves the sockets); arm64 cpuinfo carries no physical id / core id.
+    """
+    if not all('physical id' in cpu and 'core id' in cpu for cpu in processors):
+        return None
+    cores = {}
+    for cpu in processors:
+        key = (parse_int(cpu['physical id']), parse_int(cpu['core id']))
+        cores.setdefault(key, []).append(parse_int(cpu['processor']))
+    ordered = sorted(cores.items(), key=lambda item: min(item[1]))
+    return [{'socket': socket, 'core': core, 'cpus': sorted(cpus)} for (socket, core), cpus in ordered]
 
 
 def _cpuinfo_fields(block):

@@ -112,4 +112,5 @@ gpg --batch --yes --clearsign --output InRelease Release
 gpg --batch --yes --armor --detach-sign --output Release.gpg Release
 key_file=$(echo "${fpr: -8}" | tr '[:upper:]' '[:lower:]').pub
 gpg --batch --armor --export "$fpr" >"$key_file"
-echo "$repo: $(ls ./*.deb | wc -l) packages, key $fpr ($key_file)"
+debs=(./*.deb)
+echo "$repo: ${#debs[@]} packages, key $fpr ($key_file)"

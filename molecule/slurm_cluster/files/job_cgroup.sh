@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Prints the cgroup confinement of the job step it runs in: the step's cpuset and the job's memory limit
 # (cgroup v1 or v2).
 set -eu

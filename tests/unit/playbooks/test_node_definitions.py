@@ -71,3 +71,12 @@ def test_device_files_follow_the_drivers_minor_numbers(tmp_path):
 def test_without_the_drivers_entry_the_index_names_the_device(tmp_path):
     _line, gres = render("a100_pcie", tmp_path)
     assert [path for path, _cores in file_and_cores(gres)] == ["/dev/nvidia%d" % index for index in range(8)]
+
+
+def test_interleaved_sockets_give_slurms_core_indexes(tmp_path):
+    """CPU ids alternate between the 2 sockets; Cores= must be Slurm's core indexes, as slurmd maps them
+    (fixtures/topology/interleaved_2s/slurmd/: slurmd 22.05 on the same layout through HWLOC_XMLFILE)."""
+    line, gres = render("interleaved_2s", tmp_path)
+    assert file_and_cores(gres) == [("/dev/nvidia0", "0-7"), ("/dev/nvidia1", "8-15")]
+    assert "Gres=gpu:l40s:2" in line.split()
+    assert "Sockets=2" in line.split() and "CoresPerSocket=8" in line.split()

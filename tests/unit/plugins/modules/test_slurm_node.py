@@ -322,3 +322,12 @@ def test_fake_scontrol_matches_recorded_update_errors(slurm):
     proc = subprocess.run(['scontrol', '-o', 'show', 'node', 'gpu01,nope'], env=slurm.env, capture_output=True, text=True, check=False)
     assert proc.returncode == 1
     assert proc.stdout == fixture_text('22.05-partial')
+
+
+def test_multi_line_and_one_line_forms_read_alike():
+    """The same two nodes, recorded from one Slurm 22.05 controller with `scontrol show node` and `scontrol -o show node`."""
+    multi, _ = parse_show_node(fixture_text('22.05-multiline'))
+    single, _ = parse_show_node(fixture_text('22.05-registration_drain'))
+    assert list(multi) == list(single) == ['gpu01', 'gpu02']
+    for name in multi:
+        assert {k: v for k, v in multi[name].items() if k != 'fields'} == {k: v for k, v in single[name].items() if k != 'fields'}

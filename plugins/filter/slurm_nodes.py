@@ -1,0 +1,186 @@
+# Copyright (c) 2026, trainstack.cluster developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Slurm node definitions (NodeName line, gres.conf lines) from topology facts (controller side, pure).
+
+The slurm role's templates only print what these filters return.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.trainstack.cluster.plugins.module_utils._slurmd import compare_node, parse_slurmd_C
+
+# "NVIDIA H100 80GB HBM3" -> h100, "Tesla V100-SXM2-32GB" -> v100, "NVIDIA GeForce RTX 4090" -> 4090
+_GPU_NAME_PREFIX_RE = re.compile(r'(?i)^(nvidia\s+)?((tesla|geforce|quadro|rtx)\s+)*')
+_GPU_TYPE_RE = re.compile(r'^[a-z0-9]+')
+_REQUIRED = ('cpus', 'sockets', 'cores_per_socket', 'threads_per_core', 'real_memory')
+
+
+def expand_cpulist(cpulist):
+    """'0-3,8,10-11' -> [0, 1, 2, 3, 8, 10, 11]; '' -> []."""
+    cpus = []
+    for part in str(cpulist or '').split(','):
+        part = part.strip()
+        if not part:
+            continue
+        first, _sep, last = part.partition('-')
+        cpus.extend(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+def compress_ranges(numbers):
+    """[0, 1, 2, 5, 7, 8] -> '0-2,5,7-8' (sorted, duplicates dropped)."""
+    parts = []
+    for number in sorted(set(numbers)):
+        if parts and parts[-1][1] == number - 1:
+            parts[-1][1] = number
+        else:
+            parts.append([number, number])
+    return ','.join(str(first) if first == last else '%d-%d' % (first, last) for first, last in parts)
+
+
+def slurm_core_map(cpu):
+    """{OS CPU id: Slurm core index} for a host's cpu facts; {} when the facts cannot tell.
+
+    Slurm numbers cores the way hwloc orders them: sockets by their first CPU id, and within a socket
+    the cores by their first CPU id (slurmd's CPU map, `debug4: CPU map[abs]=>os S:C:T`). Where Linux
+    interleaves the sockets (CPU 0 on socket 0, CPU 1 on socket 1, ...), core index and CPU id differ.
+    Without per-core facts (arm64 cpuinfo), CPU n is core n mod (sockets x cores per socket), which
+    holds where Linux numbers the sockets one after the other and the SMT siblings last.
+    """
+    cpu = cpu or {}
+    cores = cpu.get('cores')
+    if cores:
+        sockets = {}
+        for core in cores:
+            sockets.setdefault(core['socket'], []).append(sorted(core['cpus']))
+        mapping = {}
+        index = 0
+        for socket_cores in sorted(sockets.values(), key=lambda cores_of: min(c[0] for c in cores_of)):
+            for core_cpus in sorted(socket_cores):
+                for os_cpu in core_cpus:
+                    mapping[os_cpu] = index
+                index += 1
+        return mapping
+    total = int(cpu.get('sockets') or 0) * int(cpu.get('cores_per_socket') or 0)
+    logical = int(cpu.get('logical_cpus') or 0)
+    if total <= 0 or logical <= 0:
+        return {}
+    return {os_cpu: os_cpu % total for os_cpu in range(logical)}
+
+
+def slurm_gpu_cores(cpulist, cpu):
+    """gres.conf Cores= value (Slurm core indexes) for a GPU's local CPU list; '' when unknown."""
+    mapping = slurm_core_map(cpu)
+    if not mapping:
+        return ''
+    return compress_ranges(mapping[os_cpu] for os_cpu in expand_cpulist(cpulist) if os_cpu in mapping)
+
+
+def gpu_type_of(name):
+    """Slurm GRES type derived from a GPU name: 'NVIDIA H100 80GB HBM3' -> 'h100'."""
+    match = _GPU_TYPE_RE.search(_GPU_NAME_PREFIX_RE.sub('', name or '', count=1).lower())
+    return match.group(0) if match else ''
+
+
+def _device_file(prefix, probed, fallback):
+    # /dev/nvidiaN: N is the driver's minor number, which need not follow nvidia-smi's index.
+    minor = probed.get('minor_number')
+    return '%s%s' % (prefix, minor if minor is not None else fallback)
+
+
+def _gpus(probed, overrides, device_prefix):
+    """The node's GPUs: the override declares count/type/files; otherwise every probed GPU counts."""
+    declared_type = overrides.get('gpu_type') or ''
+    if 'gpu_count' in overrides:
+        files = overrides.get('gpu_files') or []
+        gpus = []
+        for i in range(int(overrides['gpu_count'])):
+            probe = probed[i] if i < len(probed) else {}
+            gpus.append({'name': probe.get('name') or '', 'type': declared_type,
+                         'file': files[i] if i < len(files) else _device_file(device_prefix, probe, i),
+                         'cpulist': probe.get('local_cpulist') or ''})
+        return gpus
+    return [{'name': probe.get('name') or '', 'type': declared_type,
+             'file': _device_file(device_prefix, probe, probe.get('index')), 'cpulist': probe.get('local_cpulist') or ''}
+            for probe in sorted(probed, key=lambda probe: probe.get('index', 0))]
+
+
+def slurm_node_definition(topology, host, overrides=None, memory_factor=1.0, memory_reserve_mib=0, gpu_type='',
+                          device_prefix='/dev/nvidia'):
+    """One compute node's definition: NodeName line, gres.conf lines and what was missing.
+
+    Values: overrides (slurm_node_overrides) over the probed topology (topology_facts).
+    """
+    topology = topology or {}
+    overrides = overrides or {}
+    cpu = topology.get('cpu') or {}
+    memory = topology.get('memory') or {}
+    probed = topology.get('gpus') or []
+
+    def pick(override_key, fact_key):
+        return overrides[override_key] if override_key in overrides else cpu.get(fact_key)
+
+    sockets = pick('sockets', 'sockets')
+    cores = pick('cores_per_socket', 'cores_per_socket')
+    threads = pick('threads_per_core', 'threads_per_core')
+    cpus = pick('cpus', 'logical_cpus')
+    if cpus is None and None not in (sockets, cores, threads):
+        cpus = int(sockets) * int(cores) * int(threads)
+    total_mib = memory.get('total_mib')
+    if 'real_memory' in overrides:
+        real_memory = overrides['real_memory']
+    elif total_mib is not None:
+        real_memory = int(total_mib * float(memory_factor)) - int(memory_reserve_mib)
+    else:
+        real_memory = None
+    values = dict(zip(_REQUIRED, (cpus, sockets, cores, threads, real_memory)))
+    missing = [key for key in _REQUIRED if values[key] is None]
+
+    gpus = _gpus(probed, overrides, device_prefix)
+    gres_lines, types = [], []
+    for gpu in gpus:
+        gtype = gpu['type'] or gpu_type or gpu_type_of(gpu['name']) or ''
+        types.append(gtype)
+        core_spec = slurm_gpu_cores(gpu['cpulist'], cpu) if gpu['cpulist'] else ''
+        gres_lines.append('NodeName=%s Name=gpu%s File=%s%s' % (
+            host, (' Type=' + gtype) if gtype else '', gpu['file'], (' Cores=' + core_spec) if core_spec else ''))
+    gres = []
+    for gtype in dict.fromkeys(types):
+        gres.append('gpu:%s%d' % ((gtype + ':') if gtype else '', types.count(gtype)))
+
+    words = ['NodeName=%s' % host, 'CPUs=%s' % cpus, 'Sockets=%s' % sockets, 'CoresPerSocket=%s' % cores,
+             'ThreadsPerCore=%s' % threads, 'RealMemory=%s' % real_memory]
+    if gres:
+        words.append('Gres=' + ','.join(gres))
+    if overrides.get('features'):
+        words.append('Feature=' + ','.join(overrides['features']))
+    if 'weight' in overrides:
+        words.append('Weight=%s' % overrides['weight'])
+    for key, value in (overrides.get('options') or {}).items():
+        words.append('%s=%s' % (key, value))
+    words.append('State=UNKNOWN')
+    return {'name': host, 'complete': not missing, 'missing': missing, 'line': ' '.join(words), 'gres': gres_lines,
+            'gpus': len(gpus), 'probed_gpus': len(probed), 'memory_mib': total_mib, 'real_memory': real_memory,
+            'gpu_types_missing': bool(gpus) and '' in types}
+
+
+def slurm_node_hardware_check(line, slurmd_c_output):
+    """Compare a rendered NodeName line with ``slurmd -C``'s: what would drain the node, what merely differs."""
+    actual = parse_slurmd_C(slurmd_c_output)
+    fatal, notes = compare_node(line, actual)
+    return {'drains': bool(fatal), 'reasons': sorted(fatal), 'problems': [fatal[key] for key in sorted(fatal)],
+            'differences': notes, 'slurmd_line': actual['line']}
+
+
+class FilterModule:
+    """Slurm node definition filters."""
+
+    def filters(self):
+        return {
+            'slurm_node_definition': slurm_node_definition,
+            'slurm_gpu_cores': slurm_gpu_cores,
+            'slurm_node_hardware_check': slurm_node_hardware_check,
+        }
