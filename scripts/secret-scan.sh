@@ -55,9 +55,12 @@ run() {
   molecule create -s slurm_cluster > "$out/create.log" 2>&1
   molecule prepare -s slurm_cluster > "$out/prepare.log" 2>&1
   for c in "${containers[@]}"; do sample "$c" & pids+=($!); done
-  molecule converge -s slurm_cluster -- -vvv -e @"$out/vars.json" > "$out/converge.log" 2>&1 || rc=1
+  # Molecule wraps its console at 80 columns, which would split a secret: Ansible's own log is scanned
+  # too (the same -vvv messages, unwrapped).
+  ANSIBLE_LOG_PATH="$out/converge-ansible.log" COLUMNS=100000 \
+    molecule converge -s slurm_cluster -- -vvv -e @"$out/vars.json" > "$out/converge.log" 2>&1 || rc=1
   # The apt proxy file: written with credentials, then changed (the --diff of a change).
-  ANSIBLE_COLLECTIONS_PATH="$PWD/collections" ansible-playbook -i tsm-node1, -c community.docker.docker --diff -vvv \
+  ANSIBLE_COLLECTIONS_PATH="$PWD/collections" ANSIBLE_LOG_PATH="$out/proxy-ansible.log" ansible-playbook -i tsm-node1, -c community.docker.docker --diff -vvv \
     -e @"$out/vars.json" scripts/secret-scan-proxy.yml > "$out/proxy.log" 2>&1 || rc=1
   for c in "${containers[@]}"; do docker exec "$c" touch /run/secret-scan.stop; done
   wait "${pids[@]}" || true
@@ -75,6 +78,6 @@ rc=0
 ( flock 9; run ) 9>/tmp/molecule-slurm_cluster.lock || rc=$?
 echo "logs in $out (converge rc: $rc)"
 [ "$rc" = 0 ] || { echo "FAIL the converge or the proxy play failed: see $out/converge.log, $out/proxy.log"; }
-python3 scripts/secret_scan.py "$out/secrets.json" "$out/modes.txt" "$out/converge.log" "$out/proxy.log" \
+python3 scripts/secret_scan.py "$out/secrets.json" "$out/modes.txt" "$out"/converge*.log "$out"/proxy*.log \
   "$out"/ps-*.txt || rc=1
 exit "$rc"
