@@ -59,6 +59,9 @@ run() {
   # too (the same -vvv messages, unwrapped).
   ANSIBLE_LOG_PATH="$out/converge-ansible.log" COLUMNS=100000 \
     molecule converge -s slurm_cluster -- -vvv -e @"$out/vars.json" > "$out/converge.log" 2>&1 || rc=1
+  # The password works: slurmdbd reached MariaDB with it and holds the cluster (the role checks it too).
+  docker exec tsm-ctl sacctmgr --noheader --parsable2 list cluster format=cluster > "$out/sacctmgr.txt" 2>&1 || rc=1
+  grep -qx molecule "$out/sacctmgr.txt" || { echo "FAIL sacctmgr does not list the cluster" >&2; rc=1; }
   # The apt proxy file: written with credentials, then changed (the --diff of a change).
   ANSIBLE_COLLECTIONS_PATH="$PWD/collections" ANSIBLE_LOG_PATH="$out/proxy-ansible.log" ansible-playbook -i tsm-node1, -c community.docker.docker --diff -vvv \
     -e @"$out/vars.json" scripts/secret-scan-proxy.yml > "$out/proxy.log" 2>&1 || rc=1
