@@ -109,11 +109,14 @@ def _gpus(probed, overrides, device_prefix):
 
 
 def slurm_node_definition(topology, host, overrides=None, memory_factor=1.0, memory_reserve_mib=0, gpu_type='',
-                          device_prefix='/dev/nvidia'):
+                          device_prefix='/dev/nvidia', node_name=None):
     """One compute node's definition: NodeName line, gres.conf lines and what was missing.
 
-    Values: overrides (slurm_node_overrides) over the probed topology (topology_facts).
+    Values: overrides (slurm_node_overrides) over the probed topology (topology_facts). ``host`` is the
+    inventory name; ``node_name`` (slurm_node_name) is Slurm's name where it differs, and then the
+    inventory name stays the address (NodeAddr=).
     """
+    node_name = node_name or host
     topology = topology or {}
     overrides = overrides or {}
     cpu = topology.get('cpu') or {}
@@ -146,12 +149,13 @@ def slurm_node_definition(topology, host, overrides=None, memory_factor=1.0, mem
         types.append(gtype)
         core_spec = slurm_gpu_cores(gpu['cpulist'], cpu) if gpu['cpulist'] else ''
         gres_lines.append('NodeName=%s Name=gpu%s File=%s%s' % (
-            host, (' Type=' + gtype) if gtype else '', gpu['file'], (' Cores=' + core_spec) if core_spec else ''))
+            node_name, (' Type=' + gtype) if gtype else '', gpu['file'], (' Cores=' + core_spec) if core_spec else ''))
     gres = []
     for gtype in dict.fromkeys(types):
         gres.append('gpu:%s%d' % ((gtype + ':') if gtype else '', types.count(gtype)))
 
-    words = ['NodeName=%s' % host, 'CPUs=%s' % cpus, 'Sockets=%s' % sockets, 'CoresPerSocket=%s' % cores,
+    words = ['NodeName=%s' % node_name] + ([] if node_name == host else ['NodeAddr=%s' % host])
+    words += ['CPUs=%s' % cpus, 'Sockets=%s' % sockets, 'CoresPerSocket=%s' % cores,
              'ThreadsPerCore=%s' % threads, 'RealMemory=%s' % real_memory]
     if gres:
         words.append('Gres=' + ','.join(gres))
@@ -162,7 +166,7 @@ def slurm_node_definition(topology, host, overrides=None, memory_factor=1.0, mem
     for key, value in (overrides.get('options') or {}).items():
         words.append('%s=%s' % (key, value))
     words.append('State=UNKNOWN')
-    return {'name': host, 'complete': not missing, 'missing': missing, 'line': ' '.join(words), 'gres': gres_lines,
+    return {'name': node_name, 'complete': not missing, 'missing': missing, 'line': ' '.join(words), 'gres': gres_lines,
             'gpus': len(gpus), 'probed_gpus': len(probed), 'memory_mib': total_mib, 'real_memory': real_memory,
             'gpu_types_missing': bool(gpus) and '' in types}
 

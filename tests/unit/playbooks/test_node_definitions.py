@@ -28,13 +28,13 @@ PLAYBOOK = os.path.join(ROOT, "scripts", "render-slurm-node.yml")
 INVENTORY = "[slurm_controller]\nlocalhost\n[slurm_compute]\nlocalhost\n"
 
 
-def render(case, tmp_path):
+def render(case, tmp_path, **more_vars):
     """(NodeName line, gres.conf lines) of `localhost`, rendered from the recorded case."""
     root = recorded_root(case, tmp_path / "root")
     (tmp_path / "inventory.ini").write_text(INVENTORY, encoding="utf-8")
     # Some recordings lack /proc/meminfo: RealMemory is not what this test is about.
     extra = {"topology_root": root, "render_dir": str(tmp_path),
-             "slurm_node_overrides": {"real_memory": 1000}}
+             "slurm_node_overrides": {"real_memory": 1000}, **more_vars}
     returncode, _report, stderr = run_playbook(PLAYBOOK, "-i", str(tmp_path / "inventory.ini"), "-e", json.dumps(extra))
     assert returncode == 0, stderr
     line = (tmp_path / "node.conf").read_text(encoding="utf-8").strip()
@@ -80,3 +80,10 @@ def test_interleaved_sockets_give_slurms_core_indexes(tmp_path):
     assert file_and_cores(gres) == [("/dev/nvidia0", "0-7"), ("/dev/nvidia1", "8-15")]
     assert "Gres=gpu:l40s:2" in line.split()
     assert "Sockets=2" in line.split() and "CoresPerSocket=8" in line.split()
+
+
+def test_slurm_node_name_names_the_node_and_its_gpus(tmp_path):
+    """slurm_node_name is the NodeName in both files; the inventory name stays the address."""
+    line, gres = render("h200_vm", tmp_path, slurm_node_name="gpu01")
+    assert line.split()[:2] == ["NodeName=gpu01", "NodeAddr=localhost"]
+    assert [text.split()[0] for text in gres] == ["NodeName=gpu01", "NodeName=gpu01"]
