@@ -34,6 +34,7 @@ _WORDS = {
     "ini_key": re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*"),
     "url": re.compile(r"(https?|file)://[^\s#\"'<>\\]+"),
     "proxy_url": re.compile(r"https?://[^\s#\"'<>\\;]+"),
+    "python_version": re.compile(r"[0-9]+\.[0-9]+"),
     "fingerprint": re.compile(r"[0-9A-Fa-f]{40}"),
     "chrony_makestep": re.compile(r"[0-9]+(\.[0-9]+)? -?[0-9]+"),
 }
