@@ -95,3 +95,11 @@ def test_missing_compute_capability_fails_clearly(facts, tmp_path, capsys):
 def test_missing_directory_fails(facts, tmp_path, capsys):
     result = write({'topology': facts['h200_vm'], 'dest': str(tmp_path / 'absent' / 'topo.xml')}, capsys)
     assert result['failed'] is True
+
+
+def test_check_mode_predicts_a_file_in_a_directory_not_yet_created(facts, tmp_path, capsys):
+    # A fresh host in check mode: the role's directory task only said it would create /etc/nccl.
+    dest = tmp_path / 'absent' / 'topo.xml'
+    result = write({'topology': facts['h200_vm'], 'dest': str(dest), '_ansible_check_mode': True, '_ansible_diff': True}, capsys)
+    assert (result.get('failed', False), result['changed'], dest.parent.exists()) == (False, True, False)
+    assert (result['diff']['before'], result['diff']['after']) == ('', result['xml'])
