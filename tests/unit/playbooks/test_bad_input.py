@@ -21,7 +21,7 @@ import tempfile
 
 import pytest
 
-from playbook_support import ANSIBLE_PLAYBOOK, HAS_ANSIBLE_PLAYBOOK, ROOT, failures_and_changes, run_site
+from playbook_support import ANSIBLE_PLAYBOOK, HAS_ANSIBLE_PLAYBOOK, ROOT, failures_and_changes, run_playbook, run_site
 
 CASES = [
     ("base_hosts_manage", '{"base_hosts_manage": "maybe"}', "base_hosts_manage"),
@@ -377,3 +377,19 @@ def test_bad_input_is_refused_in_preflight(corpus_run, host, host_vars, needle):
     assert seen["failed"], "preflight accepted %r" % (host_vars,)
     assert any(needle in text for text in seen["failed"]), seen["failed"]
     assert seen["changed"] == [] and seen["plays"] == {0}, seen
+
+
+@pytest.mark.skipif(not HAS_ANSIBLE_PLAYBOOK, reason="ansible-playbook is not beside this Python")
+def test_mirror_destinations_stay_inside_the_mirror():
+    sha = "0" * 64
+    manifest = {"files": [{"url": "https://example.org/w/torch.whl", "sha256": sha, "dest": "../../etc"},
+                          {"url": "https://example.org/w/..%2F..%2Fetc%2Fcron.d%2Fjob", "sha256": sha}]}
+    returncode, report, stderr = run_playbook(
+        os.path.join(ROOT, "playbooks", "mirror.yml"), "--check", "-e",
+        json.dumps({"trainstack_gpu_mirror_manifest": manifest, "trainstack_gpu_mirror_dir": "/srv/mirror"}))
+    failed, changed, plays = failures_and_changes(report)
+    assert returncode != 0, stderr
+    assert any("trainstack_gpu_mirror_manifest.dest[0] must be a relative path" in text
+               and "trainstack_gpu_mirror_manifest.url file name[1]" in text for play, text in failed), failed
+    assert changed == []
+
