@@ -149,7 +149,9 @@ def main():
     if os.path.isdir(dest):
         module.fail_json(msg='dest %s is a directory' % dest, **result)
     if not os.path.isdir(os.path.dirname(dest) or '.'):
-        module.fail_json(msg='directory of dest %s does not exist' % dest, **result)
+        # In check mode the task that creates the directory only said it would: predict the new file.
+        if not module.check_mode:
+            module.fail_json(msg='directory of dest %s does not exist' % dest, **result)
     before = read_text(dest)
     changed = before != xml
     if changed and not module.check_mode:

@@ -1,17 +1,27 @@
 # Copyright (c) 2026, trainstack.cluster developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""A bad inventory value stops site.yml in preflight, before any host changes, naming the variable.
+"""A bad inventory value stops preflight, before any host changes, naming the variable.
 
-Runs the real site.yml in check mode against this machine (connection local) with one bad
-extra variable each, and reads the JSON callback's account of what ran.
+Two kinds of runs, both in check mode against this machine (connection local):
+- the corpus (CORPUS, well over 100 wrong inputs): ONE ansible-playbook run of site.yml's preflight play
+  over an inventory with one host per case, the case's values as that host's variables. Each case is
+  its own test below: its host must fail in preflight with a message naming the variable, change
+  nothing and never reach the next play; a host with good values runs beside them and must pass;
+- a handful of real site.yml runs (CASES) proving the end-to-end path stops in the preflight play.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
 import pytest
 
-from playbook_support import HAS_ANSIBLE_PLAYBOOK, failures_and_changes, run_site
+from playbook_support import ANSIBLE_PLAYBOOK, HAS_ANSIBLE_PLAYBOOK, ROOT, failures_and_changes, run_playbook, run_site
 
 CASES = [
     ("base_hosts_manage", '{"base_hosts_manage": "maybe"}', "base_hosts_manage"),
@@ -55,3 +65,331 @@ def test_good_values_pass_preflight():
     failed, changed, plays = failures_and_changes(report)
     assert (returncode, failed, changed) == (0, [], []), stderr
     assert plays[0].startswith("Preflight")
+
+
+# --- The corpus: (case id = inventory host name, host variables, text the failure must contain).
+NL = "\n"
+PART = {"name": "batch", "nodes": "ALL"}
+CORPUS = [
+    # slurm.conf through partitions
+    ("part-option-newline", {"slurm_partitions": [dict(PART, options={"OverSubscribe": "NO" + NL + "AuthType=auth/none"})]},
+     "slurm_partitions[0].options.OverSubscribe contains a newline"),
+    ("part-option-hash", {"slurm_partitions": [dict(PART, options={"OverSubscribe": "NO#x"})]},
+     "slurm_partitions[0].options.OverSubscribe contains '#'"),
+    ("part-option-space", {"slurm_partitions": [dict(PART, options={"OverSubscribe": "NO AuthType=auth/none"})]},
+     "slurm_partitions[0].options.OverSubscribe contains a space"),
+    ("part-option-key-equals", {"slurm_partitions": [dict(PART, options={"Over=Subscribe": "NO"})]},
+     "slurm_partitions[0].options: key 'Over=Subscribe'"),
+    ("part-option-unknown", {"slurm_partitions": [dict(PART, options={"OverSubscrib": "NO"})]},
+     "unknown key OverSubscrib (did you mean OverSubscribe?)"),
+    ("part-option-owned", {"slurm_partitions": [dict(PART, options={"Nodes": "gpu01"})]},
+     "slurm_partitions[0].options: key Nodes is set by the role"),
+    ("part-option-list", {"slurm_partitions": [dict(PART, options={"AllowGroups": ["a", "b"]})]},
+     "slurm_partitions[0].options.AllowGroups must be a string, got a list"),
+    ("part-option-cr", {"slurm_partitions": [dict(PART, options={"OverSubscribe": "NO\rState=DOWN"})]},
+     "slurm_partitions[0].options.OverSubscribe contains a carriage return"),
+    ("part-name-newline", {"slurm_partitions": [{"name": "batch" + NL + "AuthType=auth/none", "nodes": "ALL"}]},
+     "slurm_partitions[0].name contains a newline"),
+    ("part-name-trailing-newline", {"slurm_partitions": [{"name": "batch" + NL, "nodes": "ALL"}]},
+     "slurm_partitions[0].name contains a newline"),
+    ("part-name-space", {"slurm_partitions": [{"name": "my batch", "nodes": "ALL"}]},
+     "slurm_partitions[0].name contains a space"),
+    ("part-nodes-space", {"slurm_partitions": [{"name": "batch", "nodes": "ALL Default=YES"}]},
+     "slurm_partitions[0].nodes contains a space"),
+    ("part-max-time-newline", {"slurm_partitions": [dict(PART, max_time="UNLIMITED" + NL)]},
+     "slurm_partitions[0].max_time contains a newline"),
+    ("part-second-bad", {"slurm_partitions": [PART, {"name": "gpu", "nodes": "ALL", "options": {"QOS": "a b"}}]},
+     "slurm_partitions[1].options.QOS contains a space"),
+    # slurm.conf through slurm_config_extra
+    ("extra-newline", {"slurm_config_extra": {"KillWait": "30" + NL + "AuthType=auth/none"}}, "slurm_config_extra.KillWait contains a newline"),
+    ("extra-trailing-newline", {"slurm_config_extra": {"KillWait": "30" + NL}}, "slurm_config_extra.KillWait contains a newline"),
+    ("extra-authtype", {"slurm_config_extra": {"AuthType": "auth/none"}}, "slurm_config_extra: key AuthType is set by the role"),
+    ("extra-slurmuser", {"slurm_config_extra": {"SlurmUser": "root"}}, "slurm_config_extra: key SlurmUser is set by the role"),
+    ("extra-statesave", {"slurm_config_extra": {"StateSaveLocation": "/"}}, "slurm_config_extra: key StateSaveLocation"),
+    ("extra-typo", {"slurm_config_extra": {"KillWiat": 30}}, "unknown key KillWiat (did you mean KillWait?)"),
+    ("extra-key-space", {"slurm_config_extra": {"Kill Wait": 30}}, "slurm_config_extra: key 'Kill Wait' contains a space"),
+    ("extra-hash", {"slurm_config_extra": {"KillWait": "30 # x"}}, "slurm_config_extra.KillWait contains"),
+    ("extra-empty", {"slurm_config_extra": {"KillWait": ""}}, "slurm_config_extra.KillWait must not be empty"),
+    ("extra-cr", {"slurm_config_extra": {"KillWait": "30\rAuthType=auth/none"}}, "slurm_config_extra.KillWait contains a carriage return"),
+    ("extra-tab", {"slurm_config_extra": {"KillWait": "30\tx"}}, "slurm_config_extra.KillWait contains a tab"),
+    ("extra-list", {"slurm_config_extra": {"KillWait": [1, 2]}}, "slurm_config_extra.KillWait must be a string, got a list"),
+    ("extra-dict", {"slurm_config_extra": {"KillWait": {"a": 1}}}, "slurm_config_extra.KillWait must be a string, got a mapping"),
+    ("extra-string", {"slurm_config_extra": "KillWait=30"}, "slurm_config_extra must be a mapping"),
+    # cgroup.conf
+    ("cgroup-newline", {"slurm_cgroup_options": {"AllowedRAMSpace": "100" + NL + "ConstrainDevices=no"}},
+     "slurm_cgroup_options.AllowedRAMSpace contains a newline"),
+    ("cgroup-owned", {"slurm_cgroup_options": {"ConstrainDevices": "no"}}, "slurm_cgroup_options: key ConstrainDevices is set by the role"),
+    ("cgroup-unknown", {"slurm_cgroup_options": {"ConstrainSwap": "yes"}}, "slurm_cgroup_options: unknown key ConstrainSwap"),
+    ("cgroup-hash", {"slurm_cgroup_options": {"AllowedRAMSpace": "100#"}}, "slurm_cgroup_options.AllowedRAMSpace contains '#'"),
+    # slurmdbd.conf and MariaDB
+    ("dbd-extra-newline", {"slurm_dbd_config_extra": {"ArchiveJobs": "yes" + NL + "StorageHost=evil"}},
+     "slurm_dbd_config_extra.ArchiveJobs contains a newline"),
+    ("dbd-extra-storagehost", {"slurm_dbd_config_extra": {"StorageHost": "evil"}}, "slurm_dbd_config_extra: key StorageHost is set by the role"),
+    ("dbd-extra-unknown", {"slurm_dbd_config_extra": {"PurgeJobsAfter": "12months"}}, "unknown key PurgeJobsAfter (did you mean PurgeJobAfter?)"),
+    ("dbd-password-newline", {"slurm_dbd_db_password": "pw" + NL + "StorageHost=evil"}, "slurm_dbd_db_password contains a newline"),
+    ("dbd-password-hash", {"slurm_dbd_db_password": "pw#1"}, "slurm_dbd_db_password contains '#'"),
+    ("dbd-password-space", {"slurm_dbd_db_password": "pw 1"}, "slurm_dbd_db_password contains a space"),
+    ("dbd-password-list", {"slurm_dbd_db_password": ["x"]}, "slurm_dbd_db_password must be a string, got a list"),
+    ("dbd-password-dict", {"slurm_dbd_db_password": {"a": "b"}}, "slurm_dbd_db_password must be a string, got a mapping"),
+    ("dbd-name-sql", {"slurm_dbd_db_name": "slurm'; DROP DATABASE mysql; --"}, "slurm_dbd_db_name contains"),
+    ("dbd-user-sql", {"slurm_dbd_db_user": "slurm'@'%"}, "slurm_dbd_db_user must match"),
+    ("dbd-user-backtick", {"slurm_dbd_db_user": "a`b"}, "slurm_dbd_db_user must match"),
+    ("dbd-name-newline", {"slurm_dbd_db_name": "acct" + NL}, "slurm_dbd_db_name contains a newline"),
+    ("mariadb-newline", {"slurm_dbd_mariadb_options": {"innodb_buffer_pool_size": "256M" + NL + "[client]"}},
+     "slurm_dbd_mariadb_options.innodb_buffer_pool_size contains a newline"),
+    ("mariadb-key-space", {"slurm_dbd_mariadb_options": {"bad key": 1}}, "slurm_dbd_mariadb_options: key 'bad key'"),
+    ("mariadb-hash", {"slurm_dbd_mariadb_options": {"innodb_lock_wait_timeout": "9 # x"}},
+     "slurm_dbd_mariadb_options.innodb_lock_wait_timeout contains '#'"),
+    # Slurm words, numbers, paths
+    ("cluster-name-trailing-newline", {"slurm_cluster_name": "cluster" + NL}, "slurm_cluster_name contains a newline"),
+    ("cluster-name-list", {"slurm_cluster_name": ["a"]}, "slurm_cluster_name must be a string, got a list"),
+    ("cluster-name-upper", {"slurm_cluster_name": "Cluster"}, "slurm_cluster_name must be lower case"),
+    ("gpu-type-newline", {"slurm_gpu_type": "h100" + NL + "NodeName=x"}, "slurm_gpu_type contains a newline"),
+    ("gpu-type-equals", {"slurm_gpu_type": "h100=x"}, "slurm_gpu_type contains '='"),
+    ("gpu-type-bool", {"slurm_gpu_type": True}, "slurm_gpu_type must be a string, got a boolean"),
+    ("memory-reserve-negative", {"slurm_node_memory_reserve_mib": -1024}, "slurm_node_memory_reserve_mib must be at least 0"),
+    ("memory-factor-zero", {"slurm_node_memory_factor": 0}, "slurm_node_memory_factor must be at least"),
+    ("memory-factor-high", {"slurm_node_memory_factor": 1.5}, "slurm_node_memory_factor must be at most 1"),
+    ("override-cpus-negative", {"slurm_node_overrides": {"cpus": -4}}, "slurm_node_overrides.cpus must be at least 1"),
+    ("override-sockets-zero", {"slurm_node_overrides": {"sockets": 0}}, "slurm_node_overrides.sockets must be at least 1"),
+    ("override-memory-negative", {"slurm_node_overrides": {"real_memory": -1}}, "slurm_node_overrides.real_memory must be at least 1"),
+    ("override-gpus-negative", {"slurm_node_overrides": {"gpu_count": -1}}, "slurm_node_overrides.gpu_count must be at least 0"),
+    ("override-gpu-type-newline", {"slurm_node_overrides": {"gpu_type": "a" + NL + "b"}}, "slurm_node_overrides.gpu_type contains a newline"),
+    ("override-feature-space", {"slurm_node_overrides": {"features": ["a b"]}}, "slurm_node_overrides.features[0] contains a space"),
+    ("override-gpu-file-relative", {"slurm_node_overrides": {"gpu_files": ["nvidia0"]}}, "slurm_node_overrides.gpu_files[0] must be an absolute path"),
+    ("override-gpu-file-dotdot", {"slurm_node_overrides": {"gpu_files": ["/dev/../etc/passwd"]}}, "slurm_node_overrides.gpu_files[0] must not contain '..'"),
+    ("override-option-newline", {"slurm_node_overrides": {"options": {"CoreSpecCount": "1" + NL + "NodeName=x"}}},
+     "slurm_node_overrides.options.CoreSpecCount contains a newline"),
+    ("override-option-owned", {"slurm_node_overrides": {"options": {"RealMemory": 1}}}, "slurm_node_overrides.options: key RealMemory is set by the role"),
+    ("override-option-unknown", {"slurm_node_overrides": {"options": {"Wieght": 1}}}, "slurm_node_overrides.options: unknown key Wieght"),
+    ("override-unknown-field", {"slurm_node_overrides": {"cpu": 4}}, "cpu"),
+    ("state-save-root", {"slurm_state_save_location": "/"}, "slurm_state_save_location is a system directory"),
+    ("state-save-etc", {"slurm_state_save_location": "/etc"}, "slurm_state_save_location is a system directory"),
+    ("state-save-var-lib", {"slurm_state_save_location": "/var/lib"}, "slurm_state_save_location is a system directory"),
+    ("state-save-relative", {"slurm_state_save_location": "var/lib/slurm"}, "slurm_state_save_location must be an absolute path"),
+    ("state-save-dotdot", {"slurm_state_save_location": "/var/lib/slurm/../../etc"}, "slurm_state_save_location must not contain '..'"),
+    ("state-save-trailing-slash", {"slurm_state_save_location": "/var/lib/slurm/"}, "slurm_state_save_location must be normalised"),
+    ("state-save-double-slash", {"slurm_state_save_location": "//var/lib/slurm"}, "slurm_state_save_location must be normalised"),
+    ("state-save-newline", {"slurm_state_save_location": "/var/lib/slurm" + NL + "AuthType=auth/none"}, "slurm_state_save_location contains a newline"),
+    ("spool-relative", {"slurm_slurmd_spool_dir": "spool/slurmd"}, "slurm_slurmd_spool_dir must be an absolute path"),
+    ("spool-usr", {"slurm_slurmd_spool_dir": "/usr/lib/slurm"}, "slurm_slurmd_spool_dir is a system directory"),
+    ("spool-proc", {"slurm_slurmd_spool_dir": "/proc/sys"}, "slurm_slurmd_spool_dir is a system directory"),
+    ("verify-timeout-zero", {"slurm_verify_timeout": 0}, "slurm_verify_timeout must be at least 1"),
+    ("verify-ignore-newline", {"slurm_verify_ignore_nodes": "gpu01" + NL}, "slurm_verify_ignore_nodes contains a newline"),
+    ("slurm-package-option", {"slurm_packages_extra": ["-o=Dpkg::Options::=--force-all"]}, "slurm_packages_extra[0] must match"),
+    ("slurm-return-to-service", {"slurm_return_to_service": 5}, "slurm_return_to_service"),
+    ("slurm-mpi-default", {"slurm_mpi_default": "openmpi"}, "slurm_mpi_default"),
+    # nccl.conf
+    ("nccl-value-newline", {"nccl_settings": {"NCCL_DEBUG": "WARN" + NL + "NCCL_GRAPH_FILE=/tmp/g"}}, "nccl_settings.NCCL_DEBUG contains a newline"),
+    ("nccl-value-space", {"nccl_settings": {"NCCL_DEBUG": "WARN INFO"}}, "nccl_settings.NCCL_DEBUG contains a space"),
+    ("nccl-value-hash", {"nccl_settings": {"NCCL_DEBUG": "WARN#"}}, "nccl_settings.NCCL_DEBUG contains '#'"),
+    ("nccl-value-list", {"nccl_settings": {"NCCL_DEBUG": ["WARN"]}}, "nccl_settings.NCCL_DEBUG must be a string, got a list"),
+    ("nccl-key-lower", {"nccl_settings": {"nccl_debug": "WARN"}}, "nccl_settings: key 'nccl_debug' must match"),
+    ("nccl-key-newline", {"nccl_settings": {"NCCL_DEBUG" + NL + "NCCL_GRAPH_FILE": "x"}}, "nccl_settings: key"),
+    ("nccl-settings-string", {"nccl_settings": "NCCL_DEBUG=INFO"}, "nccl_settings must be a mapping"),
+    ("nccl-ifname-newline", {"nccl_management_interface": "eth0" + NL + "NCCL_GRAPH_FILE=/tmp/g"}, "nccl_management_interface contains a newline"),
+    ("nccl-ifname-space", {"nccl_management_interface": "eth0 eth1"}, "nccl_management_interface contains a space"),
+    ("nccl-ifname-long", {"nccl_management_interface": "averyveryverylongname0"}, "nccl_management_interface must match"),
+    ("nccl-ifname-list", {"nccl_management_interface": ["eth0"]}, "nccl_management_interface must be a string, got a list"),
+    ("nccl-conf-passwd", {"nccl_conf_path": "/etc/passwd"}, "nccl_conf_path must name an NCCL configuration file"),
+    ("nccl-conf-relative", {"nccl_conf_path": "nccl.conf"}, "nccl_conf_path must be an absolute path"),
+    ("nccl-conf-dotdot", {"nccl_conf_path": "/etc/../etc/nccl.conf"}, "nccl_conf_path must not contain '..'"),
+    ("nccl-conf-sudoers", {"nccl_conf_path": "/etc/sudoers.d/nccl.conf"}, "nccl_conf_path is a system directory"),
+    ("nccl-topology-passwd", {"nccl_topology_path": "/etc/passwd"}, "nccl_topology_path must name an .xml file"),
+    ("nccl-topology-relative", {"nccl_topology_path": "topology.xml"}, "nccl_topology_path must be an absolute path"),
+    ("nccl-version-newline", {"nccl_version": "2.26.2-1+cuda12.8" + NL}, "nccl_version contains a newline"),
+    ("nccl-backup-word", {"nccl_backup": "sometimes"}, "nccl_backup"),
+    # chrony.conf and /etc/hosts
+    ("chrony-pool-newline", {"base_chrony_pools": ["pool.ntp.org" + NL + "allow all"]}, "base_chrony_pools[0] contains a newline"),
+    ("chrony-server-space", {"base_chrony_servers": ["10.0.0.1 iburst"]}, "base_chrony_servers[0] contains a space"),
+    ("chrony-server-hash", {"base_chrony_servers": ["10.0.0.1#"]}, "base_chrony_servers[0] contains '#'"),
+    ("chrony-server-trailing-newline", {"base_chrony_servers": ["10.0.0.1" + NL]}, "base_chrony_servers[0] contains a newline"),
+    ("chrony-server-bad-name", {"base_chrony_servers": ["-ntp-"]}, "base_chrony_servers[0] must be a DNS name or an IP address"),
+    ("chrony-second-server", {"base_chrony_servers": ["10.0.0.1", "ntp" + NL + "allow all"]}, "base_chrony_servers[1] contains a newline"),
+    ("chrony-makestep-newline", {"base_chrony_makestep": "1.0 3" + NL + "allow all"}, "base_chrony_makestep contains a newline"),
+    ("chrony-makestep-word", {"base_chrony_makestep": "fast"}, "base_chrony_makestep must match"),
+    ("chrony-makestep-list", {"base_chrony_makestep": ["1.0", "3"]}, "base_chrony_makestep must be a string, got a list"),
+    ("hosts-address-octet", {"base_host_address": "999.1.1.1"}, "base_host_address must be an IPv4 or IPv6 address"),
+    ("hosts-address-newline", {"base_host_address": "10.0.0.1" + NL}, "base_host_address contains a newline"),
+    ("hosts-address-extra-name", {"base_host_address": "10.0.0.1 evil.example"}, "base_host_address"),
+    ("hosts-address-ipv6-bad", {"base_host_address": "fd00::g"}, "base_host_address must be an IPv4 or IPv6 address"),
+    ("hosts-address-list", {"base_host_address": ["10.0.0.1"]}, "base_host_address must be a string, got a list"),
+    ("hosts-manage-word", {"base_hosts_manage": "maybe"}, "base_hosts_manage"),
+    ("hosts-groups-space", {"base_hosts_groups": ["all nodes"]}, "base_hosts_groups[0] contains a space"),
+    ("base-package-newline", {"base_packages_extra": ["vim" + NL + "evil"]}, "base_packages_extra[0] contains a newline"),
+    ("base-packages-dict", {"base_packages_extra": {"a": 1}}, "base_packages_extra"),
+    ("no-time-source", {"base_chrony_pools": [], "base_chrony_servers": []}, "base_chrony_pools"),
+    # apt sources and the driver
+    ("local-repo-newline", {"nvidia_driver_local_repo_url": "file:///srv/m" + NL + "URIs: http://evil"}, "nvidia_driver_local_repo_url contains a newline"),
+    ("local-repo-space", {"nvidia_driver_local_repo_url": "file:///srv/m http://evil"}, "nvidia_driver_local_repo_url contains a space"),
+    ("local-repo-shared-newline", {"trainstack_gpu_local_repo_url": "file:///srv/m" + NL + "Trusted: yes"}, "trainstack_gpu_local_repo_url contains a newline"),
+    ("debian-mirror-newline", {"nvidia_driver_debian_mirror": "http://deb.debian.org/debian" + NL + "URIs: http://evil"},
+     "nvidia_driver_debian_mirror contains a newline"),
+    ("debian-mirror-ftp", {"nvidia_driver_debian_security_mirror": "ftp://deb.debian.org/debian-security"}, "nvidia_driver_debian_security_mirror must match"),
+    ("cuda-repo-hash", {"nvidia_driver_cuda_repo_url": "https://example/#x"}, "nvidia_driver_cuda_repo_url contains '#'"),
+    ("apt-proxy-quote", {"nvidia_driver_apt_proxy": 'http://proxy:3142";'}, "nvidia_driver_apt_proxy must match"),
+    ("apt-proxy-newline", {"trainstack_apt_proxy": "http://proxy:3142" + NL + "Acquire::x"}, "trainstack_apt_proxy contains a newline"),
+    ("apt-proxy-socks", {"nvidia_driver_apt_proxy": "socks5://proxy:1080"}, "nvidia_driver_apt_proxy must match"),
+    ("key-fingerprint-short", {"nvidia_driver_cuda_repo_key_fingerprint": "3BF863CC"}, "nvidia_driver_cuda_repo_key_fingerprint must match"),
+    ("rpm-fingerprint-newline", {"nvidia_driver_cuda_repo_rpm_key_fingerprint": "610C7B14E068A878070D37D1B4B8CAE7D42D0685" + NL},
+     "nvidia_driver_cuda_repo_rpm_key_fingerprint contains a newline"),
+    ("driver-branch-unknown", {"nvidia_driver_branch": "999"}, "nvidia_driver_branch 999 is unknown"),
+    ("driver-branch-old", {"nvidia_driver_branch": "390"}, "nvidia_driver_branch 390 is unknown"),
+    ("driver-branch-newline", {"nvidia_driver_branch": "580" + NL}, "nvidia_driver_branch contains a newline"),
+    ("driver-branch-dict", {"nvidia_driver_branch": {"a": 1}}, "nvidia_driver_branch must be a string, got a mapping"),
+    ("driver-version-newline", {"nvidia_driver_version": "580.95.05" + NL}, "nvidia_driver_version contains a newline"),
+    ("driver-version-other-branch", {"nvidia_driver_version": "570.133.20"}, "nvidia_driver_version"),
+    ("drain-poll-zero", {"nvidia_driver_reboot_drain_poll": 0}, "nvidia_driver_reboot_drain_poll must be at least 1"),
+    ("drain-poll-negative", {"nvidia_driver_reboot_drain_poll": -5}, "nvidia_driver_reboot_drain_poll must be at least 1"),
+    ("drain-timeout-negative", {"nvidia_driver_reboot_drain_timeout": -1}, "nvidia_driver_reboot_drain_timeout must be at least 1"),
+    ("reboot-timeout-zero", {"nvidia_driver_reboot_timeout": 0}, "nvidia_driver_reboot_timeout must be at least 1"),
+    ("boot-command-newline", {"nvidia_driver_reboot_boot_time_command": "cat /x" + NL + "rm -rf /"},
+     "nvidia_driver_reboot_boot_time_command contains a newline"),
+    ("drain-controller-space", {"nvidia_driver_reboot_slurm_controller": "ctl 1"}, "nvidia_driver_reboot_slurm_controller contains a space"),
+    ("kernel-module-type", {"nvidia_driver_kernel_module_type": "opn"}, "nvidia_driver_kernel_module_type"),
+    ("fabricmanager-word", {"nvidia_driver_fabricmanager": "yes"}, "nvidia_driver_fabricmanager"),
+    ("reboot-timeout-word", {"nvidia_driver_reboot_timeout": "soon"}, "nvidia_driver_reboot_timeout"),
+    # cuda
+    ("cuda-version-newline", {"cuda_version": "12.8" + NL}, "cuda_version contains a newline"),
+    ("cuda-version-word", {"cuda_version": "twelve"}, "cuda_version must be CUDA major.minor"),
+    ("cuda-compiler-option", {"cuda_host_compiler": "g++-11 -o /etc/passwd"}, "cuda_host_compiler contains a space"),
+    ("cudnn-version-newline", {"cuda_cudnn_version": "9.8.0.87-1" + NL}, "cuda_cudnn_version contains a newline"),
+    ("cuda-source-choice", {"cuda_source": "pip"}, "cuda_source"),
+    ("cuda-verify-word", {"cuda_verify": "perhaps"}, "cuda_verify"),
+    # preflight itself
+    ("preflight-python", {"preflight_min_python": "three"}, "preflight_min_python"),
+    ("preflight-python-newline", {"preflight_min_python": "3.9" + NL}, "preflight_min_python contains a newline"),
+    ("preflight-os", {"preflight_supported_os": {"Plan9": ["4"]}}, "preflight_supported_os"),
+    ("preflight-allow-newline", {"preflight_allow_unknown_keys": ["slurm_config_extra" + NL]}, "preflight_allow_unknown_keys[0] contains a newline"),
+    # typos: a prefixed variable no role declares
+    ("typo-partitions", {"slurm_partitoins": []}, "slurm_partitoins is not a variable of any role (did you mean slurm_partitions?)"),
+    ("typo-nccl-settings", {"nccl_setings": {}}, "nccl_setings is not a variable of any role (did you mean nccl_settings?)"),
+    ("typo-chrony-server", {"base_chrony_server": ["10.0.0.1"]}, "(did you mean base_chrony_servers?)"),
+    ("typo-cuda-version", {"cuda_verison": "12.8"}, "(did you mean cuda_version?)"),
+    ("typo-driver-branch", {"nvidia_driver_brnach": "580"}, "(did you mean nvidia_driver_branch?)"),
+    ("typo-gpu-source", {"trainstack_gpu_sorce": "cuda_repo"}, "(did you mean trainstack_gpu_source?)"),
+    ("typo-required-group", {"preflight_required_group": ["all"]}, "(did you mean preflight_required_groups?)"),
+    ("typo-dbd-password", {"slurm_dbd_password": "x"}, "slurm_dbd_password is not a variable of any role"),
+    ("typo-memory-reserve", {"slurm_node_memory_reserve": 1024}, "(did you mean slurm_node_memory_reserve_mib?)"),
+    # an inventory name that cannot be an /etc/hosts name or a Slurm NodeName
+    ("bad_name", {}, "inventory_hostname must be a DNS name"),
+]
+
+# Good values beside the bad ones: these hosts must pass (the failures are the values', not the run's).
+GOOD_HOSTS = {
+    "good-defaults": {},
+    "good-values": {
+        "slurm_partitions": [{"name": "batch", "nodes": "ALL", "default": True, "max_time": "2-00:00:00",
+                              "options": {"OverSubscribe": "NO", "TRESBillingWeights": "CPU=1.0,Mem=0.25G"}}],
+        "slurm_config_extra": {"KillWait": 45, "SchedulerParameters": "bf_interval=30,bf_max_job_test=500"},
+        "slurm_cgroup_options": {"AllowedRAMSpace": 100},
+        "slurm_dbd_config_extra": {"PurgeJobAfter": "12months"},
+        "slurm_dbd_db_password": "s3cr3t!pa$$",
+        "slurm_state_save_location": "/srv/slurm/state",
+        "nccl_settings": {"NCCL_DEBUG": "WARN", "NCCL_IB_HCA": None},
+        "nccl_management_interface": "eth0",
+        "base_chrony_servers": ["10.0.0.1", "ntp.example.org"],
+        "base_host_address": "10.0.0.11",
+        "nvidia_driver_reboot_drain_poll": 5,
+        "trainstack_apt_proxy": "http://10.0.0.1:3142",
+    },
+    "good-escape-hatches": {
+        "slurm_config_extra": {"TrainstackFutureOption": "yes"},
+        "preflight_allow_unknown_keys": ["slurm_config_extra"],
+        "slurm_site_note": "kept on purpose",
+        "preflight_variables_allowed": ["slurm_site_note"],
+    },
+}
+
+
+def _corpus_inventory(directory):
+    hosts = {}
+    for name, host_vars in list(GOOD_HOSTS.items()) + [(case[0], case[1]) for case in CORPUS]:
+        hosts[name] = dict(host_vars, ansible_connection="local", ansible_python_interpreter=sys.executable)
+    path = os.path.join(directory, "corpus.yml")
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump({"all": {"hosts": hosts}}, handle)  # JSON is YAML
+    return path
+
+
+@pytest.fixture(scope="module")
+def corpus_run():
+    """One ansible-playbook run of the preflight play over every case: host -> what happened to it.
+
+    Every case host is this machine (connection local), so facts are gathered once, by setup into a
+    jsonfile fact cache, and that file is given to every host: gathering 150 times costs minutes.
+    """
+    if not HAS_ANSIBLE_PLAYBOOK:
+        pytest.skip("ansible-playbook is not beside this Python")
+    with tempfile.TemporaryDirectory() as directory:
+        cache = os.path.join(directory, "facts")
+        env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+                   ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"),
+                   ANSIBLE_CACHE_PLUGIN="ansible.builtin.jsonfile", ANSIBLE_CACHE_PLUGIN_CONNECTION=cache,
+                   ANSIBLE_NOCOLOR="1")
+        inventory = _corpus_inventory(directory)
+        gathered = subprocess.run(
+            [os.path.join(os.path.dirname(ANSIBLE_PLAYBOOK), "ansible"), "-i", inventory, "good-defaults",
+             "-m", "ansible.builtin.setup", "-a", "gather_subset=min,virtual"],
+            env=env, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+        assert gathered.returncode == 0, gathered.stdout + gathered.stderr
+        # The cache names files <schema prefix><host> (ansible-core 2.19: s1_good-defaults).
+        (written,) = os.listdir(cache)
+        prefix = written[:-len("good-defaults")]
+        with open(os.path.join(cache, written), encoding="utf-8") as handle:
+            facts = handle.read()
+        for host in list(GOOD_HOSTS) + [case[0] for case in CORPUS]:
+            with open(os.path.join(cache, prefix + host), "w", encoding="utf-8") as handle:
+                handle.write(facts)
+        proc = subprocess.run(
+            [os.path.join(os.path.dirname(ANSIBLE_PLAYBOOK), "ansible-playbook"), "-i", inventory, "--check",
+             os.path.join(ROOT, "tests", "unit", "playbooks", "files", "preflight_cases.yml")],
+            env=dict(env, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json"), cwd=ROOT, capture_output=True, text=True,
+            timeout=900, check=False)
+    report = json.loads(proc.stdout)
+    hosts = {}
+    for index, play in enumerate(report["plays"]):
+        for task in play["tasks"]:
+            for host, result in task["hosts"].items():
+                seen = hosts.setdefault(host, {"failed": [], "changed": [], "plays": set()})
+                seen["plays"].add(index)
+                if result.get("failed"):
+                    seen["failed"].append(json.dumps(result))
+                if result.get("changed"):
+                    seen["changed"].append(task["task"]["name"])
+    return hosts
+
+
+def test_corpus_is_large_and_distinct():
+    assert len(CORPUS) >= 100
+    assert len({case[0] for case in CORPUS}) == len(CORPUS)
+    assert len({json.dumps(case[1], sort_keys=True) for case in CORPUS}) == len(CORPUS)
+
+
+@pytest.mark.parametrize("host", sorted(GOOD_HOSTS))
+def test_good_values_pass_preflight_in_the_corpus_run(corpus_run, host):
+    assert corpus_run[host]["failed"] == [] and corpus_run[host]["plays"] == {0, 1}, corpus_run.get(host)
+
+
+@pytest.mark.parametrize(("host", "host_vars", "needle"), CORPUS, ids=[case[0] for case in CORPUS])
+def test_bad_input_is_refused_in_preflight(corpus_run, host, host_vars, needle):
+    seen = corpus_run[host]
+    assert seen["failed"], "preflight accepted %r" % (host_vars,)
+    assert any(needle in text for text in seen["failed"]), seen["failed"]
+    assert seen["changed"] == [] and seen["plays"] == {0}, seen
+
+
+@pytest.mark.skipif(not HAS_ANSIBLE_PLAYBOOK, reason="ansible-playbook is not beside this Python")
+def test_mirror_destinations_stay_inside_the_mirror():
+    sha = "0" * 64
+    manifest = {"files": [{"url": "https://example.org/w/torch.whl", "sha256": sha, "dest": "../../etc"},
+                          {"url": "https://example.org/w/..%2F..%2Fetc%2Fcron.d%2Fjob", "sha256": sha}]}
+    returncode, report, stderr = run_playbook(
+        os.path.join(ROOT, "playbooks", "mirror.yml"), "--check", "-e",
+        json.dumps({"trainstack_gpu_mirror_manifest": manifest, "trainstack_gpu_mirror_dir": "/srv/mirror"}))
+    failed, changed, plays = failures_and_changes(report)
+    assert returncode != 0, stderr
+    assert any("trainstack_gpu_mirror_manifest.dest[0] must be a relative path" in text
+               and "trainstack_gpu_mirror_manifest.url file name[1]" in text for play, text in failed), failed
+    assert changed == []
+

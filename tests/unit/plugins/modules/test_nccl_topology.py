@@ -127,3 +127,11 @@ def test_matrix_contradicting_the_gpu_list_is_refused(key, edit, rows, listed, t
     result = write({'topology': topology, 'dest': str(dest)}, capsys)
     assert result['failed'] is True and not dest.exists()
     assert 'contradicts the GPU list' in result['msg'] and str(rows) in result['msg'] and str(listed) in result['msg']
+
+
+def test_check_mode_predicts_a_file_in_a_directory_not_yet_created(facts, tmp_path, capsys):
+    # A fresh host in check mode: the role's directory task only said it would create /etc/nccl.
+    dest = tmp_path / 'absent' / 'topo.xml'
+    result = write({'topology': facts['h200_vm'], 'dest': str(dest), '_ansible_check_mode': True, '_ansible_diff': True}, capsys)
+    assert (result.get('failed', False), result['changed'], dest.parent.exists()) == (False, True, False)
+    assert (result['diff']['before'], result['diff']['after']) == ('', result['xml'])

@@ -1,0 +1,335 @@
+# Copyright (c) 2026, trainstack.cluster developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Whether inventory values may reach a rendered file (controller side, pure).
+
+preflight applies these to every variable a role declares in ``meta/value_formats.yml`` and to
+every variable name the inventory sets. Messages name the variable and the offending character,
+never the value (passwords pass through here).
+
+Every pattern is matched with ``fullmatch``: ``$`` would match before a trailing newline.
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import posixpath
+import re
+
+from ansible.errors import AnsibleFilterError
+
+_HOSTNAME = re.compile(r"(?=.{1,253}\Z)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
+_WORDS = {
+    # Slurm words: partition names, GPU types, features, cluster names.
+    "slurm_word": re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+@-]*"),
+    "slurm_key": re.compile(r"[A-Za-z][A-Za-z0-9]*"),
+    "nccl_key": re.compile(r"NCCL_[A-Z0-9_]+"),
+    # NCCL_SOCKET_IFNAME syntax: names, prefixes, ^ (exclude) and = (exact), comma separated.
+    "ifname": re.compile(r"[=^]?[A-Za-z0-9_.:@-]{1,15}(,[=^]?[A-Za-z0-9_.:@-]{1,15})*"),
+    "package": re.compile(r"[A-Za-z0-9][A-Za-z0-9+._:~=*-]*"),
+    "word": re.compile(r"[A-Za-z0-9][A-Za-z0-9+._:~@/-]*"),
+    "db_name": re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}"),
+    "ini_key": re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*"),
+    "url": re.compile(r"(https?|file)://[^\s#\"'<>\\]+"),
+    "proxy_url": re.compile(r"https?://[^\s#\"'<>\\;]+"),
+    "python_version": re.compile(r"[0-9]+\.[0-9]+"),
+    "fingerprint": re.compile(r"[0-9A-Fa-f]{40}"),
+    "chrony_makestep": re.compile(r"[0-9]+(\.[0-9]+)? -?[0-9]+"),
+}
+# Directories a role must never own, chown or fill (exact match), and trees it must not write into.
+SYSTEM_DIRS = frozenset([
+    "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/media", "/mnt", "/opt",
+    "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/usr/bin", "/usr/lib", "/usr/lib64",
+    "/usr/local", "/usr/local/bin", "/usr/sbin", "/usr/share", "/var", "/var/lib", "/var/log", "/var/run",
+    "/var/spool", "/var/tmp", "/var/cache", "/etc/ssh", "/etc/ssl", "/etc/pam.d", "/etc/sudoers.d",
+])
+SYSTEM_TREES = ("/proc", "/sys", "/dev", "/boot", "/bin", "/sbin", "/usr", "/lib", "/lib32", "/lib64",
+                "/etc/ssh", "/etc/pam.d", "/etc/sudoers.d", "/etc/ssl", "/root")
+
+
+def _kind(value):
+    """A user's word for the YAML type of value (lazy template containers included)."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, dict):
+        return "mapping"
+    if isinstance(value, (list, tuple)):
+        return "list"
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "string" if isinstance(value, str) else type(value).__name__
+
+
+def _char_name(char):
+    names = {"\n": "a newline", "\r": "a carriage return", "\t": "a tab", "\x00": "a NUL byte",
+             " ": "a space", "#": "'#' (starts a comment)", "=": "'='", "/": "'/'"}
+    if char in names:
+        return names[char]
+    if ord(char) < 32 or ord(char) == 127:
+        return "control character U+%04X" % ord(char)
+    if char.isspace():
+        return "whitespace U+%04X" % ord(char)
+    return repr(char)
+
+
+def _control(text):
+    """The first control character (C0, DEL, or a Unicode line separator) in text, else None."""
+    for char in text:
+        if ord(char) < 32 or ord(char) == 127 or char in "\x85\u2028\u2029":
+            return char
+    return None
+
+
+def _first(text, chars):
+    for char in text:
+        if char in chars or (" " in chars and char.isspace()):
+            return char
+    return None
+
+
+def _path_problem(text, kind):
+    bad = _control(text) or _first(text, " #=\"'\\")
+    if bad:
+        return "contains %s" % _char_name(bad)
+    if not text.startswith("/"):
+        return "must be an absolute path"
+    if "/.." in text + "/" and any(part == ".." for part in text.split("/")):
+        return "must not contain '..'"
+    if posixpath.normpath(text) != text or text.startswith("//"):
+        return "must be normalised (no '.', '//' or trailing '/'), e.g. %s" % posixpath.normpath(text)
+    if kind == "path":
+        return None
+    if text in SYSTEM_DIRS or any(text == tree or text.startswith(tree + "/") for tree in SYSTEM_TREES):
+        return "is a system directory or lies in one; use a directory of its own such as /var/lib/<name>"
+    if kind == "owned_dir":
+        return None
+    base = posixpath.basename(text)
+    if kind == "nccl_conf_file" and not re.fullmatch(r"nccl[A-Za-z0-9_.-]*\.conf", base):
+        return "must name an NCCL configuration file (nccl*.conf, e.g. /etc/nccl.conf)"
+    if kind == "xml_file" and not re.fullmatch(r"[A-Za-z0-9_.-]+\.xml", base):
+        return "must name an .xml file"
+    return None
+
+
+def _relative_path_problem(text):
+    bad = _control(text) or _first(text, " #\"'\\")
+    if bad:
+        return "contains %s" % _char_name(bad)
+    if text.startswith("/") or any(part in ("..", ".", "") for part in text.split("/")):
+        return "must be a relative path inside the mirror without '..', '.' or empty parts"
+    return None
+
+
+def _scalar_problem(value, fmt):
+    """Why value does not fit the scalar format fmt, or None."""
+    if isinstance(value, bool) or isinstance(value, (list, tuple, dict)):
+        return "must be a string, got a %s" % _kind(value)
+    if value is None:
+        return "must be set, got null"
+    if isinstance(value, (int, float)):
+        value = str(value)
+    if not isinstance(value, str):
+        return "must be a string, got %s" % type(value).__name__
+    if fmt == "text":  # free text: one line, anything printable
+        bad = _control(value)
+        return "contains %s" % _char_name(bad) if bad else None
+    if fmt in ("path", "owned_dir", "nccl_conf_file", "xml_file"):
+        return _path_problem(value, fmt)
+    if fmt == "relative_path":
+        return _relative_path_problem(value)
+    if fmt == "file_name":
+        problem = _relative_path_problem(value)
+        return problem or ("must be a file name without '/'" if "/" in value else None)
+    bad = _control(value)
+    if bad:
+        return "contains %s" % _char_name(bad)
+    if fmt == "slurm_value":
+        # key=value files: '#' starts a comment; whitespace ends the value unless the whole value is quoted.
+        if value == "":
+            return "must not be empty"
+        bad = _first(value, "#")
+        if bad:
+            return "contains %s" % _char_name(bad)
+        quoted = len(value) >= 2 and value[0] == value[-1] == '"' and '"' not in value[1:-1]
+        bad = None if quoted else _first(value, ' "')
+        return "contains %s (quote the whole value in double quotes)" % _char_name(bad) if bad else None
+    if fmt in ("nccl_value", "secret"):
+        if value == "" and fmt == "nccl_value":
+            return "must not be empty"
+        bad = _first(value, " #")
+        return "contains %s" % _char_name(bad) if bad else None
+    if fmt == "ini_value":
+        bad = _first(value, "#;")
+        if bad or value != value.strip() or value == "":
+            return "contains %s" % _char_name(bad) if bad else "must be a non-empty value without leading or trailing spaces"
+        return None
+    if fmt == "ip":
+        try:
+            ipaddress.ip_address(value)
+        except ValueError:
+            return "must be an IPv4 or IPv6 address"
+        return None
+    if fmt in ("hostname", "host"):
+        if fmt == "host":
+            try:
+                ipaddress.ip_address(value)
+                return None
+            except ValueError:
+                pass
+        if _HOSTNAME.fullmatch(value):
+            return None
+        bad = _first(value, " #=")
+        return ("contains %s" % _char_name(bad)) if bad else "must be a DNS name%s" % (" or an IP address" if fmt == "host" else "")
+    if fmt.endswith("_or_empty"):
+        return None if value == "" else _scalar_problem(value, fmt[:-len("_or_empty")])
+    pattern = _WORDS.get(fmt)
+    if pattern is None:
+        raise AnsibleFilterError("conf_value_problems: unknown format %r" % fmt)
+    if pattern.fullmatch(value):
+        return None
+    bad = _first(value, " #=") if fmt not in ("ifname", "package", "url", "proxy_url") else _first(value, " #")
+    if bad:
+        return "contains %s" % _char_name(bad)
+    return "must match %s" % pattern.pattern
+
+
+def _check(name, value, spec, keysets, allow_unknown, out, top=False):
+    if isinstance(spec, str):
+        # A list-valued variable: each element has the format. Inside mappings a list never fits a scalar.
+        if top and isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                _check("%s[%d]" % (name, index), item, spec, keysets, allow_unknown, out)
+            return
+        problem = _scalar_problem(value, spec)
+        if problem:
+            out.append("%s %s" % (name, problem))
+        return
+    if not isinstance(spec, dict):
+        raise AnsibleFilterError("conf_value_problems: bad spec for %s: %r" % (name, spec))
+    if "min" in spec or "max" in spec:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            out.append("%s must be a number" % name)
+            return
+        try:
+            number = float(value)
+        except ValueError:
+            out.append("%s must be a number" % name)
+            return
+        if "min" in spec and number < spec["min"]:
+            out.append("%s must be at least %s, got %s" % (name, spec["min"], value))
+        if "max" in spec and number > spec["max"]:
+            out.append("%s must be at most %s, got %s" % (name, spec["max"], value))
+        return
+    if "items" in spec:
+        if not isinstance(value, (list, tuple)):
+            out.append("%s must be a list, got a %s" % (name, _kind(value)))
+            return
+        for index, item in enumerate(value):
+            _check("%s[%d]" % (name, index), item, spec["items"], keysets, allow_unknown, out)
+        return
+    if not isinstance(value, dict):
+        out.append("%s must be a mapping, got a %s" % (name, _kind(value)))
+        return
+    if "fields" in spec:
+        for field, sub in spec["fields"].items():
+            if field in value and value[field] is not None:
+                _check("%s.%s" % (name, field), value[field], sub, keysets, allow_unknown, out)
+        return
+    root = name.split("[")[0].split(".")[0]
+    known = keysets.get(spec["known"]) if spec.get("known") else None
+    owned = keysets.get(spec["owned"], []) if spec.get("owned") else []
+    lowered = {k.lower(): k for k in (known or [])}
+    for key, item in value.items():
+        key_problem = _scalar_problem(key, spec.get("keys", "slurm_key"))
+        if key_problem:
+            out.append("%s: key %r %s" % (name, str(key), key_problem))
+            continue
+        if str(key).lower() in {o.lower() for o in owned}:
+            out.append("%s: key %s is set by the role itself and cannot be overridden here" % (name, key))
+            continue
+        if known is not None and root not in allow_unknown:
+            if str(key) not in known:
+                hint = lowered.get(str(key).lower()) or next(iter(difflib.get_close_matches(str(key), known, 1)), None)
+                out.append("%s: unknown key %s%s (add %s to preflight_allow_unknown_keys to accept it)"
+                           % (name, key, " (did you mean %s?)" % hint if hint else "", root))
+                continue
+        if item is None and spec.get("null_ok"):
+            continue
+        _check("%s.%s" % (name, key), item, spec.get("values", "slurm_value"), keysets, allow_unknown, out)
+
+
+def conf_value_problems(values, formats, keysets=None, allow_unknown=None):
+    """Return one message per value that does not fit its declared format (empty: all fit).
+
+    values: variable name -> value (only variables that are set); formats: variable name -> spec.
+    A spec is a format name (a list value: each element), {items: spec}, {fields: {name: spec}},
+    {keys: fmt, values: spec, known: keyset, owned: keyset, null_ok: bool} or {min: n, max: n}.
+    keysets: name -> list of keys (e.g. Slurm's documented parameters); allow_unknown: variable names
+    whose unknown keys are accepted.
+    """
+    keysets = keysets or {}
+    allow_unknown = allow_unknown or []
+    out = []
+    for name in sorted(values):
+        if name in formats:
+            _check(name, values[name], formats[name], keysets, allow_unknown, out, top=True)
+    return out
+
+
+def argument_spec_types(argument_specs):
+    """Map every option of every entry point of the given roles' argument specs to its type.
+
+    argument_specs: role name -> the parsed meta/argument_specs.yml.
+    """
+    types = {}
+    for spec in (argument_specs or {}).values():
+        for entry in ((spec or {}).get("argument_specs") or {}).values():
+            for option, option_spec in ((entry or {}).get("options") or {}).items():
+                types[option] = (option_spec or {}).get("type", "str")
+    return types
+
+
+def type_problems(values, types):
+    """Messages for values of type str options that are lists, mappings or booleans.
+
+    Role argument validation turns a list into its string form for type str; these never fit.
+    """
+    out = []
+    for name in sorted(values):
+        if types.get(name) == "str" and isinstance(values[name], (list, tuple, dict, bool)):
+            out.append("%s must be a string, got a %s" % (name, _kind(values[name])))
+    return out
+
+
+def unknown_variables(names, known, prefixes, allowed=None):
+    """Messages for names that carry a role's prefix but that no argument spec declares.
+
+    Each message names the closest known name. Internal names (leading underscore) are skipped.
+    """
+    known = set(known)
+    allowed = set(allowed or [])
+    out = []
+    for name in sorted(set(names)):
+        if name in known or name in allowed or name.startswith("_"):
+            continue
+        if not any(name.startswith(prefix) for prefix in prefixes):
+            continue
+        close = difflib.get_close_matches(name, sorted(known), 1, 0.6)
+        out.append("%s is not a variable of any role%s" % (name, " (did you mean %s?)" % close[0] if close else ""))
+    return out
+
+
+class FilterModule:
+    """Input validation filters."""
+
+    def filters(self):
+        return {
+            "conf_value_problems": conf_value_problems,
+            "argument_spec_types": argument_spec_types,
+            "type_problems": type_problems,
+            "unknown_variables": unknown_variables,
+        }

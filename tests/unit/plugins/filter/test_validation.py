@@ -1,0 +1,236 @@
+# Copyright (c) 2026, trainstack.cluster developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+import glob
+import os
+
+import pytest
+import yaml
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.trainstack.cluster.plugins.filter.validation import (
+    argument_spec_types,
+    conf_value_problems,
+    type_problems,
+    unknown_variables,
+)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+
+
+def _load(path):
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+ROLE_SPECS = {os.path.basename(os.path.dirname(os.path.dirname(p))): _load(p)
+              for p in sorted(glob.glob(os.path.join(ROOT, "roles", "*", "meta", "argument_specs.yml")))}
+ROLE_FORMATS = {os.path.basename(os.path.dirname(os.path.dirname(p))): _load(p)["value_formats"]
+                for p in sorted(glob.glob(os.path.join(ROOT, "roles", "*", "meta", "value_formats.yml")))}
+CONF_KEYS = _load(os.path.join(ROOT, "data", "conf_keys.yml"))
+ALL_FORMATS = {name: spec for formats in ROLE_FORMATS.values() for name, spec in formats.items()}
+
+
+def problems(fmt, value):
+    return conf_value_problems({"v": value}, {"v": fmt}, CONF_KEYS)
+
+
+GOOD = [
+    ("slurm_word", "batch"), ("slurm_word", "h100"), ("slurm_word", "2-00:00:00"),
+    ("slurm_value", "NO"), ("slurm_value", "bf_interval=30,bf_max_job_test=500"), ("slurm_value", '"two words"'),
+    ("slurm_value", 45), ("slurm_value", "gpu[01-04]"),
+    ("nccl_value", "=mlx5_0:1,mlx5_1:1"), ("nccl_value", "^docker,lo"),
+    ("ifname", "eth0"), ("ifname", "^docker0,lo"), ("ifname", "=ib0"), ("ifname_or_empty", ""),
+    ("host", "2.debian.pool.ntp.org"), ("host", "10.0.0.1"), ("host", "fd00::1"), ("hostname", "gpu-01"),
+    ("hostname", "gpu-01.cluster.example"), ("ip", "10.0.0.11"), ("ip", "2001:db8::1"),
+    ("url", "http://deb.debian.org/debian"), ("url", "file:///srv/trainstack-mirror/apt"),
+    ("proxy_url_or_empty", ""), ("proxy_url", "http://user:pw@proxy:3142"),
+    ("chrony_makestep", "1.0 3"), ("chrony_makestep", "0.5 -1"), ("package", "vim"), ("package", "libnccl2=2.26.2-1+cuda12.8"),
+    ("fingerprint", "EB693B3035CD5710E231E123A4B469963BF863CC"), ("db_name", "slurm_acct_db"),
+    ("ini_key", "innodb_buffer_pool_size"), ("ini_value", "256M"), ("secret", "s3cr3t!pa$$"),
+    ("path", "/etc/nccl/topology.xml"), ("owned_dir", "/var/lib/slurm/slurmctld"), ("owned_dir", "/srv/nfs/slurm"),
+    ("nccl_conf_file", "/etc/nccl.conf"), ("nccl_conf_file", "/opt/ml/nccl-site.conf"), ("xml_file", "/etc/nccl/topology.xml"),
+    ("relative_path", "wheels/cu128"), ("file_name", "torch-2.7.0-cp311-linux_x86_64.whl"),
+    ("text", "cat /proc/sys/kernel/random/boot_id"), ({"min": 1}, 30), ({"min": 0, "max": 1}, 0.95),
+    ({"items": "slurm_word"}, ["a", "b"]),
+]
+
+BAD = [
+    # (format, value, fragment of the message)
+    ("slurm_word", "batch\n", "contains a newline"),
+    ("slurm_word", "my batch", "contains a space"),
+    ("slurm_word", "a=b", "contains '='"),
+    ("slurm_value", "NO\nAuthType=auth/none", "contains a newline"),
+    ("slurm_value", "NO\rAuthType=auth/none", "contains a carriage return"),
+    ("slurm_value", "NO\x00", "contains a NUL byte"),
+    ("slurm_value", "NO\tx", "contains a tab"),
+    ("slurm_value", "NO\u2028x", "U+2028"),
+    ("slurm_value", "NO # comment", "'#'"),
+    ("slurm_value", "NO AuthType=auth/none", "contains a space"),
+    ("slurm_value", '"a" b "c"', "contains"),
+    ("slurm_value", "", "must not be empty"),
+    ("slurm_value", {"a": 1}, "must be a string, got a mapping"),
+    ("slurm_value", True, "got a boolean"),
+    ("slurm_key", "Kill Wait", "contains a space"),
+    ("nccl_key", "nccl_debug", "must match"),
+    ("nccl_value", "WARN\nNCCL_GRAPH_FILE=/tmp/g", "contains a newline"),
+    ("nccl_value", "a b", "contains a space"),
+    ("ifname", "eth0\nNCCL_GRAPH_FILE=/tmp/g", "contains a newline"),
+    ("ifname", "a-very-long-interface", "must match"),
+    ("host", "pool.ntp.org\nallow all", "contains a newline"),
+    ("host", "10.0.0.1 iburst", "contains a space"),
+    ("host", "-bad-", "must be a DNS name or an IP address"),
+    ("hostname", "gpu_01", "must be a DNS name"),
+    ("hostname", "gpu01\n", "contains a newline"),
+    ("ip", "999.1.1.1", "must be an IPv4 or IPv6 address"),
+    ("ip", "10.0.0.1\n", "contains a newline"),
+    ("ip", "gpu-01", "must be an IPv4 or IPv6 address"),
+    ("url", "http://m/debian\nURIs: http://evil", "contains a newline"),
+    ("url", "ftp://m/debian", "must match"),
+    ("url", "http://m/debian URIs:", "contains a space"),
+    ("proxy_url", 'http://p";', "must match"),
+    ("chrony_makestep", "1.0 3\nallow all", "contains a newline"),
+    ("package", "-o=Dpkg::Options", "must match"),
+    ("fingerprint", "EB693B30", "must match"),
+    ("db_name", "slurm'; DROP DATABASE x; --", "contains"),
+    ("db_name", "a`b", "must match"),
+    ("ini_value", "256M\n[client]", "contains a newline"),
+    ("ini_value", "1 # x", "'#'"),
+    ("secret", "pw\nStorageHost=evil", "contains a newline"),
+    ("secret", "pw#1", "'#'"),
+    ("path", "var/lib/slurm", "absolute"),
+    ("path", "/var/lib/slurm/../../etc", "'..'"),
+    ("path", "/var/lib/slurm/", "normalised"),
+    ("path", "//var/lib/slurm", "normalised"),
+    ("path", "/var/./lib", "normalised"),
+    ("path", "/var/lib/slurm\n", "contains a newline"),
+    ("owned_dir", "/", "system directory"),
+    ("owned_dir", "/etc", "system directory"),
+    ("owned_dir", "/var/lib", "system directory"),
+    ("owned_dir", "/usr/lib/slurm", "system directory"),
+    ("owned_dir", "/proc/1", "system directory"),
+    ("nccl_conf_file", "/etc/passwd", "nccl*.conf"),
+    ("nccl_conf_file", "/etc/sudoers.d/nccl.conf", "system directory"),
+    ("xml_file", "/etc/passwd", ".xml"),
+    ("relative_path", "../../etc", "relative path"),
+    ("relative_path", "/etc/cron.d", "relative path"),
+    ("relative_path", "a//b", "relative path"),
+    ("file_name", "../../etc/cron.d/x", "relative path"),
+    ("text", "cat x\nrm -rf /", "contains a newline"),
+    ({"min": 1}, 0, "at least 1"),
+    ({"min": 0}, -1024, "at least 0"),
+    ({"min": 0, "max": 1}, 1.5, "at most 1"),
+    ({"min": 1}, "many", "must be a number"),
+    ({"min": 1}, True, "must be a number"),
+    ({"items": "slurm_word"}, "a", "must be a list"),
+    ({"fields": {"a": "slurm_word"}}, ["a"], "must be a mapping"),
+]
+
+
+@pytest.mark.parametrize(("fmt", "value"), GOOD, ids=["%s-%d" % (g[0], i) for i, g in enumerate(GOOD)])
+def test_good_values_fit(fmt, value):
+    assert problems(fmt, value) == []
+
+
+@pytest.mark.parametrize(("fmt", "value", "fragment"), BAD, ids=["%s-%d" % (b[0], i) for i, b in enumerate(BAD)])
+def test_bad_values_are_named(fmt, value, fragment):
+    found = problems(fmt, value)
+    assert len(found) == 1 and found[0].startswith("v ") and fragment in found[0], found
+
+
+def test_messages_never_carry_the_value():
+    # The password check runs on secrets: the message names the variable and the character only.
+    found = conf_value_problems({"slurm_dbd_db_password": "hunter2\nStorageHost=evil"}, ALL_FORMATS)
+    assert found == ["slurm_dbd_db_password contains a newline"]
+
+
+def test_a_list_variable_checks_every_element():
+    found = conf_value_problems({"base_chrony_servers": ["10.0.0.1", "10.0.0.2\nallow all"]}, ALL_FORMATS)
+    assert found == ["base_chrony_servers[1] contains a newline"]
+
+
+@pytest.mark.parametrize(
+    ("value", "allow", "expected"),
+    [
+        ({"KillWait": 45, "SchedulerParameters": "bf_interval=30"}, [], []),
+        ({"KillWiat": 45}, [], ["slurm_config_extra: unknown key KillWiat (did you mean KillWait?) "
+                                "(add slurm_config_extra to preflight_allow_unknown_keys to accept it)"]),
+        ({"killwait": 45}, [], ["slurm_config_extra: unknown key killwait (did you mean KillWait?) "
+                                "(add slurm_config_extra to preflight_allow_unknown_keys to accept it)"]),
+        ({"TrainstackBogusOption": "yes"}, ["slurm_config_extra"], []),
+        ({"AuthType": "auth/none"}, ["slurm_config_extra"],
+         ["slurm_config_extra: key AuthType is set by the role itself and cannot be overridden here"]),
+        ({"KillWait": "30\nAuthType=auth/none"}, [], ["slurm_config_extra.KillWait contains a newline"]),
+        ({"Kill=Wait": 1}, [], ["slurm_config_extra: key 'Kill=Wait' contains '='"]),
+        ({"KillWait": [30]}, [], ["slurm_config_extra.KillWait must be a string, got a list"]),
+        ("KillWait=30", [], ["slurm_config_extra must be a mapping, got a string"]),
+    ],
+    ids=["known", "typo", "case", "escape-hatch", "owned-despite-hatch", "newline", "key-equals", "list-value", "string"],
+)
+def test_slurm_config_extra_keys(value, allow, expected):
+    assert conf_value_problems({"slurm_config_extra": value}, ALL_FORMATS, CONF_KEYS, allow) == expected
+
+
+def test_partition_options_are_checked_per_partition():
+    partitions = [{"name": "batch", "nodes": "ALL"},
+                  {"name": "gpu", "nodes": "gpu[01-02]", "options": {"OverSubscribe": "NO", "Nodes": "x"}}]
+    assert conf_value_problems({"slurm_partitions": partitions}, ALL_FORMATS, CONF_KEYS) == [
+        "slurm_partitions[1].options: key Nodes is set by the role itself and cannot be overridden here"]
+
+
+def test_nccl_null_removes_a_derived_value():
+    assert conf_value_problems({"nccl_settings": {"NCCL_IB_HCA": None}}, ALL_FORMATS) == []
+
+
+def test_unknown_format_is_an_error():
+    with pytest.raises(AnsibleFilterError, match="unknown format"):
+        problems("nonsense", "x")
+
+
+def test_type_problems():
+    types = {"a": "str", "b": "list", "c": "str", "d": "str"}
+    assert type_problems({"a": ["x"], "b": ["x"], "c": "x", "d": {"k": 1}}, types) == [
+        "a must be a string, got a list", "d must be a string, got a mapping"]
+
+
+def test_unknown_variables_name_the_closest():
+    known = ["slurm_partitions", "nccl_settings", "base_chrony_servers"]
+    assert unknown_variables(
+        ["slurm_partitoins", "nccl_settings", "other_var", "__slurm_x", "base_chrony_server", "slurm_zzz", "slurm_ok"],
+        known, ["slurm_", "nccl_", "base_"], ["slurm_ok"]) == [
+        "base_chrony_server is not a variable of any role (did you mean base_chrony_servers?)",
+        "slurm_partitoins is not a variable of any role (did you mean slurm_partitions?)",
+        "slurm_zzz is not a variable of any role"]
+
+
+# The declarations themselves: every declared variable is an option of its role (or a shared one),
+# every format exists, and every role's defaults fit their own formats.
+SHARED = {"inventory_hostname"}
+
+
+@pytest.mark.parametrize("role", sorted(ROLE_FORMATS))
+def test_declared_variables_are_role_options(role):
+    options = set(argument_spec_types({role: ROLE_SPECS[role]}))
+    undeclared = [name for name in ROLE_FORMATS[role]
+                  if name not in options and name not in SHARED and not name.startswith("trainstack_")]
+    assert undeclared == []
+
+
+@pytest.mark.parametrize("role", sorted(ROLE_SPECS))
+def test_role_defaults_fit_their_formats(role):
+    defaults = {}
+    for entry in ROLE_SPECS[role]["argument_specs"].values():
+        for name, spec in entry.get("options", {}).items():
+            default = spec.get("default")
+            if default is not None and not (isinstance(default, str) and "{{" in default):
+                defaults[name] = default
+    assert conf_value_problems(defaults, ALL_FORMATS, CONF_KEYS) == []
+    assert type_problems(defaults, argument_spec_types(ROLE_SPECS)) == []
+
+
+def test_every_role_is_read():
+    assert {"base", "cuda", "nccl", "nvidia_driver", "preflight", "slurm"} <= set(ROLE_SPECS)
+    assert set(ROLE_FORMATS) <= set(ROLE_SPECS)
