@@ -157,10 +157,14 @@ def _scalar_problem(value, fmt):
         quoted = len(value) >= 2 and value[0] == value[-1] == '"' and '"' not in value[1:-1]
         bad = None if quoted else _first(value, ' "')
         return "contains %s (quote the whole value in double quotes)" % _char_name(bad) if bad else None
-    if fmt in ("nccl_value", "secret"):
-        if value == "" and fmt == "nccl_value":
+    if fmt == "nccl_value":
+        if value == "":
             return "must not be empty"
         bad = _first(value, " #")
+        return "contains %s" % _char_name(bad) if bad else None
+    if fmt == "secret":
+        # Templates escape '#' and '\' for Slurm's parser (slurmdbd.conf.j2); whitespace would need quoting.
+        bad = next((char for char in value if char.isspace()), None)
         return "contains %s" % _char_name(bad) if bad else None
     if fmt == "ini_value":
         bad = _first(value, "#;")

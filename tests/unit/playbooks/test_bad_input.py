@@ -127,7 +127,7 @@ CORPUS = [
     ("dbd-extra-storagehost", {"slurm_dbd_config_extra": {"StorageHost": "evil"}}, "slurm_dbd_config_extra: key StorageHost is set by the role"),
     ("dbd-extra-unknown", {"slurm_dbd_config_extra": {"PurgeJobsAfter": "12months"}}, "unknown key PurgeJobsAfter (did you mean PurgeJobAfter?)"),
     ("dbd-password-newline", {"slurm_dbd_db_password": "pw" + NL + "StorageHost=evil"}, "slurm_dbd_db_password contains a newline"),
-    ("dbd-password-hash", {"slurm_dbd_db_password": "pw#1"}, "slurm_dbd_db_password contains '#'"),
+    ("dbd-password-tab", {"slurm_dbd_db_password": "pw\t1"}, "slurm_dbd_db_password contains a tab"),
     ("dbd-password-space", {"slurm_dbd_db_password": "pw 1"}, "slurm_dbd_db_password contains a space"),
     ("dbd-password-list", {"slurm_dbd_db_password": ["x"]}, "slurm_dbd_db_password must be a string, got a list"),
     ("dbd-password-dict", {"slurm_dbd_db_password": {"a": "b"}}, "slurm_dbd_db_password must be a string, got a mapping"),
