@@ -7,7 +7,7 @@ LAB_DISTRO ?= 12
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/collections
 
-.PHONY: lab lab-down lab-shell site test lint sanity units molecule bench venv host-deps clean clean-host
+.PHONY: lab lab-down lab-shell site test lint sanity units molecule bench venv core-floor host-deps clean clean-host
 
 $(VENV)/.installed: requirements-dev.txt
 	$(PY) -m venv $(VENV)
@@ -16,6 +16,12 @@ $(VENV)/.installed: requirements-dev.txt
 	touch $@
 
 venv: $(VENV)/.installed
+
+## The oldest ansible-core the collection supports (meta/runtime.yml), for tests/unit/playbooks/test_core_floor.py.
+.venv-core-floor/bin/ansible-playbook: requirements-core-floor.txt
+	scripts/core-floor-venv
+
+core-floor: .venv-core-floor/bin/ansible-playbook
 
 ## Bring up the container lab, converge it with site.yml, print what was built.
 lab: venv
@@ -56,7 +62,7 @@ host-deps:
 	fi
 
 ## Every test layer: yamllint, ansible-lint, ansible-test sanity, pytest units, molecule.
-test: venv host-deps
+test: venv core-floor host-deps
 	scripts/test
 
 lint: venv
@@ -65,7 +71,7 @@ lint: venv
 sanity: venv host-deps
 	scripts/test sanity
 
-units: venv host-deps
+units: venv core-floor host-deps
 	scripts/test units
 
 molecule: venv
