@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import re
 
+from ansible_collections.trainstack.cluster.plugins.module_utils._pci import read_nvidia_pci
+
 NVIDIA_SMI_QUERY_FIELDS = (
     'index', 'name', 'uuid', 'pci.bus_id', 'compute_cap', 'memory.total', 'driver_version',
     'mig.mode.current', 'pcie.link.gen.max', 'pcie.link.width.max',
@@ -594,7 +596,11 @@ def collect_topology(tree, commands, nvidia_smi='nvidia-smi'):
     nvswitch = detect_nvswitch(tree, gpus, commands, nvidia_smi) if gpus else False
     hcas = read_hcas(tree)
     numa_nodes = read_numa_nodes(tree)
+    pci = read_nvidia_pci(tree)
     return {
+        'pci_gpus': pci['pci_gpus'],
+        'nvswitches': pci['nvswitches'],
+        'sources': {'gpus': 'nvidia-smi' if gpus else 'none', 'pci_gpus': 'sysfs', 'nvswitches': 'sysfs'},
         'cpu': read_cpu(tree, uname),
         'numa_nodes': numa_nodes,
         'memory': read_memory(tree),

@@ -106,7 +106,8 @@ def test_derived_matrix_equals_nvidia_smi(case, roots, capsys, tmp_path):
 def test_empty_root_gives_empty_facts(tmp_path, capsys):
     assert gather(str(tmp_path), capsys) == {
         'cpu': None, 'numa_nodes': [], 'memory': None, 'gpus': [], 'nvswitch': False, 'hcas': [], 'ethernet': [],
-        'distances': {'source': 'none', 'matrix': {}},
+        'distances': {'source': 'none', 'matrix': {}}, 'pci_gpus': [], 'nvswitches': [],
+        'sources': {'gpus': 'none', 'pci_gpus': 'sysfs', 'nvswitches': 'sysfs'},
     }
 
 
