@@ -14,6 +14,7 @@ import os
 import re
 
 from ansible_collections.trainstack.cluster.plugins.module_utils._nvsmi_topo import parse_topo
+from ansible_collections.trainstack.cluster.plugins.module_utils._pci import read_nvidia_pci
 
 NVIDIA_SMI_QUERY_FIELDS = (
     'index', 'name', 'uuid', 'pci.bus_id', 'compute_cap', 'memory.total', 'driver_version',
@@ -647,7 +648,10 @@ def collect_topology(tree, commands, nvidia_smi='nvidia-smi'):
     nvswitch = detect_nvswitch(tree, gpus, commands, nvidia_smi) if gpus else False
     hcas = read_hcas(tree)
     numa_nodes = read_numa_nodes(tree)
+    pci = read_nvidia_pci(tree)
     facts = {
+        'pci_gpus': pci['pci_gpus'],
+        'nvswitches': pci['nvswitches'],
         'cpu': read_cpu(tree, uname),
         'numa_nodes': numa_nodes,
         'memory': read_memory(tree),
@@ -671,6 +675,9 @@ def _sources(facts, affinity):
         'numa_nodes': 'sysfs' if facts['numa_nodes'] else None,
         'gpus': 'nvidia-smi' if gpus else None,
         'gpu_pci': 'sysfs' if any(gpu['pci_class'] for gpu in gpus) else None,
+        # Read from PCI sysfs whether a driver is loaded or not (a bare host's Fabric Manager decision).
+        'pci_gpus': 'sysfs' if facts['pci_gpus'] else None,
+        'nvswitches': 'sysfs' if facts['nvswitches'] else None,
         'gpu_affinity': 'nvidia-smi' if affinity else None,
         'nvlink': 'nvidia-smi' if any(gpu['nvlink']['active_links'] or gpu['nvlink']['peers'] for gpu in gpus) else None,
         'hcas': 'sysfs' if facts['hcas'] else None,

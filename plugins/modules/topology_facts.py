@@ -116,9 +116,31 @@ ansible_facts:
           elements: dict
           returned: always
         nvswitch:
-          description: Whether the GPUs' NVLinks go through NVSwitches.
+          description: Whether the GPUs' NVLinks go through NVSwitches (from C(nvidia-smi); C(nvswitches) has the PCI view).
           type: bool
           returned: always
+        pci_gpus:
+          description:
+            - NVIDIA GPUs from PCI sysfs alone (vendor C(0x10de), class C(0x0300xx) or C(0x0302xx)), present before any
+              driver is installed. Keys C(busid), C(vendor_id), C(device_id), C(class), C(numa_node) and C(nvlink5)
+              (an NVLink-5 HGX part such as B200 C(0x2901), whose NVSwitches are not host PCI functions).
+          type: list
+          elements: dict
+          returned: always
+          sample: [{busid: "0000:18:00.0", vendor_id: "0x10de", device_id: "0x2330", class: "0x030200", numa_node: 0, nvlink5: false}]
+        nvswitches:
+          description:
+            - NVSwitch PCI functions from sysfs (vendor C(0x10de), class C(0x0680xx), device C(0x1af1) A100 NVSwitch or
+              C(0x22a3) H100 NVSwitch), present before any driver. Keys C(busid), C(vendor_id), C(device_id), C(class),
+              C(numa_node), C(name) and C(nvlink) (NVLink generation).
+          type: list
+          elements: dict
+          returned: always
+        sources:
+          description: Where C(gpus) (C(nvidia-smi) or C(none)), C(pci_gpus) and C(nvswitches) (C(sysfs)) came from.
+          type: dict
+          returned: always
+          sample: {gpus: none, pci_gpus: sysfs, nvswitches: sysfs}
         hcas:
           description:
             - RDMA devices from C(/sys/class/infiniband) with C(name), C(busid), C(numa_node), C(pci_class),

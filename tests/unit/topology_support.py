@@ -19,7 +19,7 @@ from ansible_collections.trainstack.cluster.plugins.module_utils._topology impor
 UNIT_DIR = os.path.dirname(os.path.abspath(__file__))
 TOPOLOGY_FIXTURES = os.path.join(UNIT_DIR, 'fixtures', 'topology')
 NCCL_XML_GOLDEN = os.path.join(UNIT_DIR, 'fixtures', 'nccl_xml')
-CASES = ('a100_pcie', 'cpu_only', 'h200_vm', 'hgx_h100', 'ib_down_roce', 'interleaved_2s')
+CASES = ('a100_pcie', 'cpu_only', 'h200_vm', 'hgx_b200_bare', 'hgx_h100', 'hgx_h100_bare', 'ib_down_roce', 'interleaved_2s')
 GPU_CASES = ('a100_pcie', 'h200_vm', 'hgx_h100', 'ib_down_roce')
 # Set to rewrite the golden files after a reviewed change of the output.
 UPDATE_GOLDEN = os.environ.get('TRAINSTACK_UPDATE_GOLDEN') == '1'

@@ -106,8 +106,9 @@ def test_derived_matrix_equals_nvidia_smi(case, roots, capsys, tmp_path):
 def test_empty_root_gives_empty_facts(tmp_path, capsys):
     assert gather(str(tmp_path), capsys) == {
         'cpu': None, 'numa_nodes': [], 'memory': None, 'gpus': [], 'nvswitch': False, 'hcas': [], 'ethernet': [],
-        'distances': {'source': 'none', 'matrix': {}}, 'warnings': [],
+        'distances': {'source': 'none', 'matrix': {}}, 'warnings': [], 'pci_gpus': [], 'nvswitches': [],
         'sources': {'cpu': None, 'memory': None, 'numa_nodes': None, 'gpus': None, 'gpu_pci': None, 'gpu_affinity': None,
+                    'pci_gpus': None, 'nvswitches': None,
                     'nvlink': None, 'hcas': None, 'ethernet': None, 'distances': None},
     }
 
