@@ -62,8 +62,8 @@ def pytorch_nccl_report(torch_nccl, system_nccl, torch_packages=None):
         # gpu_stack_facts falls back to an nvidia-nccl-cu* wheel: that is torch's copy, not the system's.
         source = str(system_nccl.get('source') or '')
         system_nccl = None if source.startswith('nvidia_nccl_cu') else system_nccl.get('version')
-    torch_version, _ = nccl_parts(torch_nccl)
-    system_version, _ = nccl_parts(system_nccl)
+    torch_version = nccl_parts(torch_nccl)[0]
+    system_version = nccl_parts(system_nccl)[0]
     wheel = next((name for name in sorted(torch_packages or {}) if name.startswith('nvidia_nccl_cu')), None)
     if not torch_version:
         return {'jobs_use': None, 'mismatch': False,

@@ -60,7 +60,7 @@ def main():
         print('bench_ddp_scaling: skipped (no lab %s-* with the pytorch role: %s)' % (args.prefix, script.stderr.strip()[:200]))
         return 0
     rows = []
-    for _ in range(args.repeats):
+    for _repeat in range(args.repeats):
         one = run_job(args.prefix, 1, args.steps, args.threads, script.stdout)
         two = run_job(args.prefix, 2, args.steps, args.threads, script.stdout)
         rows.append({'one_node': one['samples_per_s_total'], 'two_nodes': two['samples_per_s_total'],

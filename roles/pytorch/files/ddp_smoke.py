@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright (c) 2026, trainstack.cluster developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
@@ -61,7 +60,7 @@ def gather_ranks(rank, local_rank, rate, device, world):
     mine = torch.zeros(HOST_BYTES + 2, dtype=torch.float64, device=device)
     mine[:len(name)] = torch.tensor(list(name), dtype=torch.float64)
     mine[HOST_BYTES], mine[HOST_BYTES + 1] = rate, local_rank
-    every = [torch.zeros_like(mine) for _ in range(world)]
+    every = [torch.zeros_like(mine) for _rank in range(world)]
     dist.all_gather(every, mine)
     ranks = []
     for number, row in enumerate(every):
@@ -98,8 +97,8 @@ def main(argv=None):
         config = {'train_micro_batch_size_per_gpu': args.batch, 'gradient_accumulation_steps': 1,
                   'optimizer': {'type': 'SGD', 'params': {'lr': args.lr, 'momentum': 0.9}},
                   'zero_optimization': {'stage': 1}}
-        engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config,
-                                               dist_init_required=False)
+        engine = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config,
+                                               dist_init_required=False)[0]
         step_model = engine
 
         def step(loss):

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright (c) 2026, trainstack.cluster developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
@@ -55,7 +54,7 @@ def nccl_environment(conf, environ):
 
 def _positive_int(value):
     try:
-        number = int(str(value).strip().split('(')[0].split(',')[0])
+        number = int(str(value).strip().split('(', maxsplit=1)[0].split(',', maxsplit=1)[0])
     except (TypeError, ValueError):
         return None
     return number if number > 0 else None
