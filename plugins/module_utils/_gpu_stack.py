@@ -30,6 +30,42 @@ _SO_VERSION = re.compile(r"libnccl\.so\.(?P<version>[0-9]+\.[0-9]+\.[0-9]+)$")
 _DIST_INFO = re.compile(r"^(?P<name>[A-Za-z0-9_.]+)-(?P<version>[^-]+)\.(dist|egg)-info$")
 
 
+# Run by the interpreter whose torch is asked (module option ``python``): what torch itself reports.
+TORCH_REPORT = r"""
+import json, site, sys
+report = {'site_dirs': [p for p in sys.path if p.endswith(('site-packages', 'dist-packages'))]}
+try:
+    import torch
+except Exception as exc:
+    report['import_error'] = '%s: %s' % (type(exc).__name__, exc)
+    print(json.dumps(report)); sys.exit(0)
+report.update(version=torch.__version__, cuda_runtime=torch.version.cuda, cuda_available=torch.cuda.is_available(),
+              device_count=torch.cuda.device_count() if torch.cuda.is_available() else 0, nccl_version=None,
+              distributed=torch.distributed.is_available())
+try:
+    report['nccl_version'] = '.'.join(str(part) for part in torch.cuda.nccl.version())
+except Exception:
+    pass
+if report['distributed']:
+    import torch.distributed as dist
+    report['backends'] = [name for name in ('gloo', 'nccl', 'mpi') if getattr(dist, 'is_%s_available' % name)()]
+print(json.dumps(report))
+"""
+
+
+def parse_torch_report(text):
+    """The JSON line TORCH_REPORT prints (torch's own view: version, CUDA, devices, NCCL), or None."""
+    for line in reversed((text or '').splitlines()):
+        line = line.strip()
+        if line.startswith('{'):
+            try:
+                report = json.loads(line)
+            except ValueError:
+                return None
+            return report if isinstance(report, dict) else None
+    return None
+
+
 def parse_nvidia_smi_query(text):
     """GPUs and the driver version from ``nvidia-smi --query-gpu=index,name,driver_version,compute_cap``."""
     gpus, driver = [], None
@@ -87,8 +123,9 @@ def branch_of(version):
 class GpuStackProbe:
     """Reads one host (or a recorded tree) through a CommandRunner."""
 
-    def __init__(self, root, runner, nvidia_smi='nvidia-smi', site_dirs=None, find_program=None):
+    def __init__(self, root, runner, nvidia_smi='nvidia-smi', site_dirs=None, find_program=None, python=None):
         self.root = root
+        self.torch_python = python
         self.runner = runner
         self.nvidia_smi = nvidia_smi
         self.site_dirs = list(site_dirs or [])
@@ -202,7 +239,20 @@ class GpuStackProbe:
         self._python = {'packages': packages, 'torch': torch, 'torch_cuda_index': index}
         return self._python
 
+    def torch_report(self):
+        """torch's own report from the interpreter ``python`` (empty dict when none was given)."""
+        if not self.torch_python:
+            return {}
+        report = parse_torch_report(self.runner.output('torch_report', [self.torch_python, '-c', TORCH_REPORT]))
+        if report is None:
+            return {'python': self.torch_python, 'import_error': 'the interpreter gave no report'}
+        if not self.site_dirs:
+            self.site_dirs = list(report.get('site_dirs') or [])
+        report['python'] = self.torch_python
+        return report
+
     def collect(self):
+        report = self.torch_report()
         self.nvcc_output, self.nvcc_path = self.nvcc()
         gpus, driver = self.driver()
         python = self.python()
@@ -215,6 +265,7 @@ class GpuStackProbe:
             'cuda': self.cuda(),
             'nccl': self.nccl(),
             'cudnn': self.cudnn(),
-            'pytorch': {'version': python['torch'], 'cuda_index': python['torch_cuda_index']},
+            'pytorch': dict({'version': python['torch'] or report.get('version'), 'cuda_index': python['torch_cuda_index']},
+                            **{key: value for key, value in report.items() if key not in ('version', 'site_dirs')}),
             'python_packages': {wheel['name']: wheel['version'] for wheel in python['packages']},
         }

@@ -26,6 +26,13 @@ options:
       - Default the C(site-packages) directories of the interpreter running the module.
     type: list
     elements: path
+  python:
+    description:
+      - An interpreter (such as a virtual environment's C(bin/python)) that imports C(torch) and reports what torch
+        itself sees; adds C(python), C(cuda_runtime), C(cuda_available), C(device_count), C(nccl_version),
+        C(distributed), C(backends) (or C(import_error)) to C(pytorch). Replay key C(torch_report).
+      - Without O(python_site_dirs), the wheels are looked up in that interpreter's site directories.
+    type: path
 author:
   - trainstack.cluster developers (@trainstack)
 """
@@ -44,6 +51,10 @@ EXAMPLES = r"""
   trainstack.cluster.gpu_stack_facts:
     python_site_dirs:
       - /opt/venvs/train/lib/python3.12/site-packages
+
+- name: Ask the environment's torch for its CUDA devices and NCCL version
+  trainstack.cluster.gpu_stack_facts:
+    python: /opt/trainstack/pytorch/bin/python
 """
 
 RETURN = r"""
@@ -89,7 +100,9 @@ ansible_facts:
           type: dict
           returned: always
         pytorch:
-          description: C(version) of the C(torch) wheel (C(2.11.0+cu130)) and its C(cuda_index) (C(cu130)).
+          description:
+            - C(version) of the C(torch) wheel (C(2.11.0+cu130)) and its C(cuda_index) (C(cu130)).
+            - With O(python) also torch's own report, C(nccl_version) being the NCCL torch loaded (V(null) on CPU builds).
           type: dict
           returned: always
         python_packages:
@@ -120,6 +133,7 @@ def main():
     module = AnsibleModule(
         argument_spec={
             'python_site_dirs': {'type': 'list', 'elements': 'path'},
+            'python': {'type': 'path'},
             **PROBE_ARGUMENT_SPEC,
         },
         supports_check_mode=True,
@@ -128,9 +142,9 @@ def main():
     runner = CommandRunner(params['root'], params['command_timeout'])
     site_dirs = params['python_site_dirs']
     if site_dirs is None:
-        site_dirs = default_site_dirs() if runner.replay_dir is None else []
+        site_dirs = default_site_dirs() if runner.replay_dir is None and not params['python'] else []
     probe = GpuStackProbe(params['root'], runner, params['nvidia_smi_path'], site_dirs,
-                          find_program if runner.replay_dir is None else None)
+                          find_program if runner.replay_dir is None else None, python=params['python'])
     module.exit_json(changed=False, ansible_facts={'trainstack_gpu_stack': probe.collect()})
 
 
