@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+
+import yaml
+
+from ansible_collections.trainstack.cluster.plugins.module_utils._hostlist import compress, expand
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAYBOOK = os.path.join(ROOT, "site.yml")
@@ -55,3 +60,20 @@ def failures_and_changes(report):
                 if result.get("changed"):
                     changed.append(task["task"]["name"])
     return failed, changed, plays
+
+
+def example_overlay(directory, host="gpu01"):
+    """An inventory file to load after inventories/example when its `host` is pointed at this machine.
+
+    preflight checks each Slurm host's name against the host's short hostname: the overlay makes this
+    machine's name `host`'s Slurm name (slurm_node_name), and puts it in the partitions in its place.
+    """
+    name = socket.gethostname().split(".")[0]
+    with open(os.path.join(ROOT, "inventories", "example", "group_vars", "all.yml"), encoding="utf-8") as handle:
+        partitions = yaml.safe_load(handle)["slurm_partitions"]
+    for partition in partitions:
+        partition["nodes"] = compress([name if node == host else node for node in expand(partition["nodes"])])
+    path = os.path.join(str(directory), "example-overlay.yml")
+    with open(path, "w", encoding="utf-8") as handle:
+        yaml.safe_dump({"all": {"hosts": {host: {"slurm_node_name": name, "slurm_partitions": partitions}}}}, handle)
+    return path

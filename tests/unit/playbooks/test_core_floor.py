@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 
 import pytest
 import yaml
 
-from playbook_support import ANSIBLE_PLAYBOOK, ROOT
+from playbook_support import ANSIBLE_PLAYBOOK, ROOT, example_overlay
 
 FLOOR_VENV = os.environ.get("TRAINSTACK_CORE_FLOOR_VENV", os.path.join(ROOT, ".venv-core-floor"))
 CORES = {
@@ -50,17 +49,9 @@ def test_preflight_passes_the_example_inventory(core, tmp_path):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"),
                ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default", ANSIBLE_NOCOLOR="1")
-    overlay = tmp_path / "overlay.yml"
-    # gpu01 takes this machine's name in Slurm, so the partition lists that name in its place.
-    name = socket.gethostname().split(".")[0]
-    with open(os.path.join(ROOT, "inventories", "example", "group_vars", "all.yml"), encoding="utf-8") as handle:
-        partitions = yaml.safe_load(handle)["slurm_partitions"]
-    for partition in partitions:
-        partition["nodes"] = partition["nodes"].replace("gpu[01-04]", name + ",gpu[02-04]")
-    overlay.write_text(yaml.safe_dump({"all": {"hosts": {"gpu01": {"slurm_node_name": name, "slurm_partitions": partitions}}}}),
-                       encoding="utf-8")
+    overlay = example_overlay(tmp_path)
     proc = subprocess.run(
-        [playbook, "-i", os.path.join(ROOT, "inventories", "example"), "-i", str(overlay), "-c", "local", "--limit", "gpu01",
+        [playbook, "-i", os.path.join(ROOT, "inventories", "example"), "-i", overlay, "-c", "local", "--limit", "gpu01",
          "-e", "ansible_python_interpreter=" + sys.executable, "-e", "ansible_become=false",
          os.path.join(ROOT, "site.yml"), "--check", "--tags", "preflight"],
         env=env, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)

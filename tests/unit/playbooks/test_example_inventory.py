@@ -3,9 +3,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """inventories/example, the README's quick start, loaded for real.
 
-Every host of the example inventory is pointed at this machine (connection local, no become): site.yml
-in check mode with --tags preflight shows that preflight passes on the example's variables and that
-every play of site.yml renders with its hosts; example_first_run.yml shows what nvidia_driver decides
+The example's first compute node is pointed at this machine (connection local, no become; its Slurm name
+is this machine's, see example_overlay): site.yml in check mode with --tags preflight shows that
+preflight passes on the example's variables and that every play of site.yml renders; example_first_run.yml shows what nvidia_driver decides
 for the example's first compute node on a recorded bare HGX H100 (no driver, no nvidia-smi).
 """
 
@@ -17,7 +17,7 @@ import shutil
 
 import pytest
 
-from playbook_support import HAS_ANSIBLE_PLAYBOOK, PLAYBOOK, ROOT, failures_and_changes, run_playbook
+from playbook_support import HAS_ANSIBLE_PLAYBOOK, PLAYBOOK, ROOT, example_overlay, failures_and_changes, run_playbook
 from topology_support import recorded_root
 
 pytestmark = pytest.mark.skipif(not HAS_ANSIBLE_PLAYBOOK, reason="ansible-playbook is not beside this Python")
@@ -32,16 +32,18 @@ def example_run(playbook, *options):
     return run_playbook(playbook, *LOCAL, "--limit", hosts, *options)
 
 
-def test_preflight_passes_and_every_play_renders():
-    returncode, report, stderr = example_run(PLAYBOOK, "--check", "--tags", "preflight")
+def test_preflight_passes_and_every_play_renders(tmp_path):
+    returncode, report, stderr = run_playbook(PLAYBOOK, *LOCAL, "-i", example_overlay(tmp_path), "--limit", "gpu01",
+                                              "--check", "--tags", "preflight")
     failed, changed, plays = failures_and_changes(report)
     assert returncode == 0, stderr
     assert failed == [] and changed == []
     assert plays == ["Preflight - validate inventory and targets before anything changes", "Base host setup",
-                     "GPU software stack", "Slurm with munge (controller, compute, login and accounting hosts)"]
+                     "GPU software stack", "Slurm with munge (controller, compute, login and accounting hosts)",
+                     "PyTorch environment and launcher"]
     hosts = {play["play"]["name"]: sorted(play["tasks"][0]["hosts"]) for play in report["plays"] if play["tasks"]}
-    assert hosts["Preflight - validate inventory and targets before anything changes"] == ["ctl01", "gpu01", "gpu02", "gpu03", "gpu04"]
-    assert hosts["GPU software stack"] == ["gpu01", "gpu02", "gpu03", "gpu04"]
+    assert hosts["Preflight - validate inventory and targets before anything changes"] == ["gpu01"]
+    assert hosts["GPU software stack"] == ["gpu01"]
     # nvidia_driver's and cuda's validate entry points checked the example's pins against the matrix.
     names = [task["task"]["name"] for task in report["plays"][0]["tasks"]]
     assert len([name for name in names if name.endswith("Check the stack against the compatibility matrix")]) >= 2, names

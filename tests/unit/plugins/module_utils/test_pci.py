@@ -43,7 +43,7 @@ def test_bare_root_has_no_nvidia_smi_gpus(tmp_path):
     root = recorded_root('hgx_h100_bare', tmp_path)
     facts = collect_topology(SysfsTree(root), CommandRunner(root))
     assert (len(facts['gpus']), facts['nvswitch'], len(facts['pci_gpus']), len(facts['nvswitches'])) == (0, False, 8, 4)
-    assert facts['sources'] == {'gpus': 'none', 'pci_gpus': 'sysfs', 'nvswitches': 'sysfs'}
+    assert (facts['sources']['gpus'], facts['sources']['pci_gpus'], facts['sources']['nvswitches']) == (None, 'sysfs', 'sysfs')
 
 
 def test_other_vendors_and_other_nvidia_bridges_are_not_switches(tmp_path):
