@@ -57,7 +57,9 @@ def ucx_configure_flags(options):
         flags += ['--without-verbs', '--without-rdmacm']
     # Not needed on a training cluster; each one left out is build time saved.
     flags += ['--without-java', '--without-go', '--without-knem', '--without-xpmem', '--without-ugni',
-              '--without-rocm', '--disable-doxygen-doc', '--disable-backtrace-detail']
+              '--without-rocm', '--disable-doxygen-doc', '--disable-backtrace-detail',
+              # Shared libraries only: libtool otherwise compiles every source twice (PIC and static).
+              '--disable-static']
     return flags + _check_extra(options.get('extra') or [], _UCX_OWNED, 'ucx_configure_extra')
 
 

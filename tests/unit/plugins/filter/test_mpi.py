@@ -60,6 +60,7 @@ def test_ucx_flags_without_cuda_with_verbs():
     assert flags[:8] == ['--disable-logging', '--disable-debug', '--disable-assertions', '--disable-params-check',
                          '--enable-mt', '--without-cuda', '--with-verbs', '--with-rdmacm']
     assert not any(flag.startswith('--with-cuda') for flag in flags)
+    assert '--disable-static' in flags
 
 
 def test_ucx_flags_with_cuda_without_verbs():
