@@ -1,0 +1,117 @@
+# Copyright (c) 2026, trainstack.cluster developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""UCX/Open MPI configure flags and the Open MPI/PMIx/Slurm pairing check against data/mpi_compatibility.yml."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.trainstack.cluster.plugins.filter import mpi
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+with open(os.path.join(ROOT, 'data', 'mpi_compatibility.yml'), encoding='utf-8') as handle:
+    MATRIX = yaml.safe_load(handle)
+
+# (id, stack, expected messages (exact))
+PAIRINGS = [
+    ('debian-12', {'openmpi_version': '4.1.4', 'pmix_version': '4.2.2', 'slurm_version': '22.05.8'}, []),
+    ('debian-13', {'openmpi_version': '5.0.7', 'pmix_version': '5.0.7', 'slurm_version': '24.11.5'}, []),
+    ('4.1.6-pmix-4.2.8', {'openmpi_version': '4.1.6', 'pmix_version': '4.2.8', 'slurm_version': '23.11.4'}, []),
+    ('4.1.4-pmix-4.2.3', {'openmpi_version': '4.1.4', 'pmix_version': '4.2.3', 'slurm_version': '22.05.8'},
+     ['openmpi_version 4.1.4 with pmix_version 4.2.3: Open MPI before 4.1.6 breaks against PMIx 4.2.3 and newer '
+      '(open-mpi/ompi#11729)']),
+    ('4.1.5-pmix-4.2.2-ok', {'openmpi_version': '4.1.5', 'pmix_version': '4.2.2'}, []),
+    ('4.1-pmix-5-slurm-22.05', {'openmpi_version': '4.1.6', 'pmix_version': '5.0.7', 'slurm_version': '22.05.8'},
+     ['openmpi_version 4.1.6 with pmix_version 5.0.7: Open MPI 4.x does not support PMIx 5 (open-mpi/ompi#10307)',
+      "pmix_version 5.0.7 with slurm_version 22.05.8: Slurm before 23.02 has no PMIx 5 plugin (Debian 12's 22.05 "
+      'ships mpi_pmix_v4 only)']),
+    ('5.0-pmix-4.1', {'openmpi_version': '5.0.3', 'pmix_version': '4.1.2-2'},
+     ['openmpi_version 5.0.3 with pmix_version 4.1.2-2: Open MPI 5.0 needs PMIx 4.2.0 or newer '
+      '(Open MPI 5.0 documentation, required support libraries)']),
+    ('debian-revision-ignored', {'openmpi_version': '4.1.4', 'pmix_version': '4.2.2-1+deb12u1'}, []),
+    ('unsupported-series', {'openmpi_version': '3.1.6'},
+     ['openmpi_version 3.1.6 is not a supported Open MPI series (supported: 4.1, 5.0)']),
+]
+
+
+@pytest.mark.parametrize('stack, expected', [case[1:] for case in PAIRINGS], ids=[case[0] for case in PAIRINGS])
+def test_pairings(stack, expected):
+    assert mpi.mpi_stack_conflicts(stack, MATRIX) == expected
+
+
+def test_labels_name_the_variables():
+    stack = {'openmpi_version': '4.1.4', 'pmix_version': '4.2.3'}
+    labels = {'pmix_version': 'openmpi_pmix_version'}
+    assert mpi.mpi_stack_conflicts(stack, MATRIX, labels)[0].startswith('openmpi_version 4.1.4 with openmpi_pmix_version 4.2.3:')
+
+
+def test_matrix_is_required():
+    with pytest.raises(AnsibleFilterError, match='pmix_rules'):
+        mpi.mpi_stack_conflicts({'openmpi_version': '4.1.4'}, {})
+
+
+def test_ucx_flags_without_cuda_with_verbs():
+    flags = mpi.ucx_configure_flags({'cuda_home': '', 'verbs': True, 'mt': True, 'extra': []})
+    assert flags[:8] == ['--disable-logging', '--disable-debug', '--disable-assertions', '--disable-params-check',
+                         '--enable-mt', '--without-cuda', '--with-verbs', '--with-rdmacm']
+    assert not any(flag.startswith('--with-cuda') for flag in flags)
+    assert '--disable-static' in flags
+
+
+def test_ucx_flags_with_cuda_without_verbs():
+    flags = mpi.ucx_configure_flags({'cuda_home': '/usr/local/cuda-12.8', 'verbs': False, 'mt': False,
+                                     'extra': ['--with-gdrcopy=/usr']})
+    assert '--with-cuda=/usr/local/cuda-12.8' in flags and '--without-cuda' not in flags
+    assert '--without-verbs' in flags and '--without-rdmacm' in flags and '--disable-mt' in flags
+    assert flags[-1] == '--with-gdrcopy=/usr'
+
+
+@pytest.mark.parametrize('extra', [['--with-cuda=/opt/cuda'], ['--without-verbs'], ['--prefix=/usr']])
+def test_ucx_extra_may_not_override_derived_flags(extra):
+    with pytest.raises(AnsibleFilterError, match='ucx_configure_extra may not set'):
+        mpi.ucx_configure_flags({'cuda_home': '', 'verbs': True, 'extra': extra})
+
+
+def test_openmpi_41_flags():
+    flags = mpi.openmpi_configure_flags({'version': '4.1.4', 'ucx_prefix': '/opt/trainstack/ucx/1.13.1-abc',
+                                         'pmix_prefix': '/usr/lib/x86_64-linux-gnu/pmix2', 'cuda_home': '', 'slurm': True})
+    assert flags == [
+        '--with-ucx=/opt/trainstack/ucx/1.13.1-abc', '--with-pmix=/usr/lib/x86_64-linux-gnu/pmix2',
+        '--with-hwloc=external', '--with-libevent=external', '--without-cuda', '--with-slurm',
+        'LDFLAGS=-Wl,-rpath,/opt/trainstack/ucx/1.13.1-abc/lib',
+        '--disable-mpi-fortran', '--disable-oshmem', '--disable-io-romio', '--enable-mca-no-build=btl-uct,btl-openib']
+
+
+def test_openmpi_50_flags_with_cuda():
+    flags = mpi.openmpi_configure_flags({'version': '5.0.7', 'ucx_prefix': '/u', 'pmix_prefix': '/p',
+                                         'cuda_home': '/usr/local/cuda', 'slurm': False})
+    assert '--with-cuda=/usr/local/cuda' in flags and '--without-slurm' in flags
+    # openib is gone in 5.0: only btl/uct is left out.
+    assert flags[-1] == '--enable-mca-no-build=btl-uct'
+
+
+@pytest.mark.parametrize('options, message', [
+    ({'version': '4.0.7', 'ucx_prefix': '/u', 'pmix_prefix': '/p'}, 'builds Open MPI 4.1.x and 5.0.x'),
+    ({'version': '4.1.4', 'ucx_prefix': '/u', 'pmix_prefix': ''}, 'needs pmix_prefix'),
+    ({'version': '4.1.4', 'ucx_prefix': '/u', 'pmix_prefix': '/p', 'extra': ['--with-pmix=internal']},
+     'openmpi_configure_extra may not set --with-pmix'),
+])
+def test_openmpi_bad_options(options, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        mpi.openmpi_configure_flags(options)
+
+
+@pytest.mark.parametrize('cuda, home', [
+    ({'version': None, 'release': None, 'nvcc': None, 'source': None}, ''),
+    ({'version': '12.8', 'release': '12.8.93', 'nvcc': '/usr/local/cuda/bin/nvcc', 'source': 'nvcc'}, '/usr/local/cuda'),
+    ({'version': '12.4', 'release': '12.4.131', 'nvcc': None, 'source': '/usr/local/cuda/version.json'}, '/usr/local/cuda'),
+    ({'version': '12.0', 'release': '12.0.140', 'nvcc': '/usr/bin/nvcc', 'source': 'nvcc'}, '/usr'),
+    ({}, ''),
+])
+def test_cuda_home_from_gpu_stack_facts(cuda, home):
+    assert mpi.mpi_cuda_home(cuda) == home
