@@ -11,23 +11,12 @@ from __future__ import annotations
 import re
 
 from ansible_collections.trainstack.cluster.plugins.module_utils._slurmd import compare_node, parse_slurmd_C
+from ansible_collections.trainstack.cluster.plugins.module_utils._topology import expand_cpulist
 
 # "NVIDIA H100 80GB HBM3" -> h100, "Tesla V100-SXM2-32GB" -> v100, "NVIDIA GeForce RTX 4090" -> 4090
 _GPU_NAME_PREFIX_RE = re.compile(r'(?i)^(nvidia\s+)?((tesla|geforce|quadro|rtx)\s+)*')
 _GPU_TYPE_RE = re.compile(r'^[a-z0-9]+')
 _REQUIRED = ('cpus', 'sockets', 'cores_per_socket', 'threads_per_core', 'real_memory')
-
-
-def expand_cpulist(cpulist):
-    """'0-3,8,10-11' -> [0, 1, 2, 3, 8, 10, 11]; '' -> []."""
-    cpus = []
-    for part in str(cpulist or '').split(','):
-        part = part.strip()
-        if not part:
-            continue
-        first, _sep, last = part.partition('-')
-        cpus.extend(range(int(first), int(last or first) + 1))
-    return cpus
 
 
 def compress_ranges(numbers):

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """What ``slurmd -C`` prints, and whether a configured NodeName line would drain the node.
 
-Plain Python (no Ansible import), unit-tested on published ``slurmd -C`` outputs
+Plain Python (standard library and the collection's own module_utils), unit-tested on published ``slurmd -C`` outputs
 (tests/unit/fixtures/slurmd_C/).
 
 slurmctld (``validate_node_specs``) drains a registering node whose hardware is *below* its
@@ -15,6 +15,8 @@ another shape, only makes slurmd log "Node configuration differs from hardware".
 from __future__ import annotations
 
 import re
+
+from ansible_collections.trainstack.cluster.plugins.module_utils._scontrol import _int
 
 __all__ = ['parse_slurmd_C', 'node_resources', 'compare_node']
 
@@ -30,13 +32,6 @@ def _fields(text):
             # slurm.conf keys are case-insensitive; slurmd prints them CamelCase.
             fields[match.group('key').lower()] = match.group('value')
     return fields
-
-
-def _int(value):
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def node_resources(text_or_fields):
