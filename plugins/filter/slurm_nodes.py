@@ -145,7 +145,7 @@ def slurm_node_definition(topology, host, overrides=None, memory_factor=1.0, mem
 
     words = ['NodeName=%s' % node_name] + ([] if node_name == host else ['NodeAddr=%s' % host])
     words += ['CPUs=%s' % cpus, 'Sockets=%s' % sockets, 'CoresPerSocket=%s' % cores,
-             'ThreadsPerCore=%s' % threads, 'RealMemory=%s' % real_memory]
+              'ThreadsPerCore=%s' % threads, 'RealMemory=%s' % real_memory]
     if gres:
         words.append('Gres=' + ','.join(gres))
     if overrides.get('features'):

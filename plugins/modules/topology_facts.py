@@ -136,11 +136,6 @@ ansible_facts:
           type: list
           elements: dict
           returned: always
-        sources:
-          description: Where C(gpus) (C(nvidia-smi) or C(none)), C(pci_gpus) and C(nvswitches) (C(sysfs)) came from.
-          type: dict
-          returned: always
-          sample: {gpus: none, pci_gpus: sysfs, nvswitches: sysfs}
         hcas:
           description:
             - RDMA devices from C(/sys/class/infiniband) with C(name), C(busid), C(numa_node), C(pci_class),
@@ -172,7 +167,7 @@ ansible_facts:
         sources:
           description:
             - Where each fact came from, per key (C(cpu), C(memory), C(numa_nodes), C(gpus), C(gpu_pci), C(gpu_affinity),
-              C(nvlink), C(hcas), C(ethernet), C(distances)). Values are C(nvidia-smi), C(sysfs), C(procfs), C(derived)
+              C(nvlink), C(pci_gpus), C(nvswitches), C(hcas), C(ethernet), C(distances)). Values are C(nvidia-smi), C(sysfs), C(procfs), C(derived)
               (computed from PCI ancestry and NUMA) or V(null) when no source provided the fact.
           type: dict
           returned: always

@@ -98,7 +98,7 @@ def main(argv=None):
                   'optimizer': {'type': 'SGD', 'params': {'lr': args.lr, 'momentum': 0.9}},
                   'zero_optimization': {'stage': 1}}
         engine = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config,
-                                               dist_init_required=False)[0]
+                                      dist_init_required=False)[0]
         step_model = engine
 
         def step(loss):

@@ -392,4 +392,3 @@ def test_mirror_destinations_stay_inside_the_mirror():
     assert any("trainstack_gpu_mirror_manifest.dest[0] must be a relative path" in text
                and "trainstack_gpu_mirror_manifest.url file name[1]" in text for play, text in failed), failed
     assert changed == []
-

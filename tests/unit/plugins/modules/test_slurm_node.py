@@ -326,8 +326,8 @@ def test_fake_scontrol_matches_recorded_update_errors(slurm):
 
 def test_multi_line_and_one_line_forms_read_alike():
     """The same two nodes, recorded from one Slurm 22.05 controller with `scontrol show node` and `scontrol -o show node`."""
-    multi, _ = parse_show_node(fixture_text('22.05-multiline'))
-    single, _ = parse_show_node(fixture_text('22.05-registration_drain'))
+    multi = parse_show_node(fixture_text('22.05-multiline'))[0]
+    single = parse_show_node(fixture_text('22.05-registration_drain'))[0]
     assert list(multi) == list(single) == ['gpu01', 'gpu02']
     for name in multi:
         assert {k: v for k, v in multi[name].items() if k != 'fields'} == {k: v for k, v in single[name].items() if k != 'fields'}
