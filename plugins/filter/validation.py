@@ -126,6 +126,8 @@ def _relative_path_problem(text):
 
 def _scalar_problem(value, fmt):
     """Why value does not fit the scalar format fmt, or None."""
+    if fmt == "bool":  # switches shared by several roles (trainstack_gpu_hold, trainstack_mpi)
+        return None if isinstance(value, bool) else "must be true or false, got a %s" % _kind(value)
     if isinstance(value, bool) or isinstance(value, (list, tuple, dict)):
         return "must be a string, got a %s" % _kind(value)
     if value is None:
