@@ -205,8 +205,9 @@ def _scalar_problem(value, fmt):
 
 def _check(name, value, spec, keysets, allow_unknown, out, top=False):
     if isinstance(spec, str):
-        # A list-valued variable: each element has the format. Inside mappings a list never fits a scalar.
-        if top and isinstance(value, (list, tuple)):
+        # A list-valued variable: each element has the format (a switch is never a list). Inside mappings a
+        # list never fits a scalar.
+        if top and isinstance(value, (list, tuple)) and spec != "bool":
             for index, item in enumerate(value):
                 _check("%s[%d]" % (name, index), item, spec, keysets, allow_unknown, out)
             return

@@ -263,6 +263,8 @@ CORPUS = [
     ("preflight-allow-newline", {"preflight_allow_unknown_keys": ["slurm_config_extra" + NL]}, "preflight_allow_unknown_keys[0] contains a newline"),
     # typos: a prefixed variable no role declares
     ("typo-partitions", {"slurm_partitoins": []}, "slurm_partitoins is not a variable of any role (did you mean slurm_partitions?)"),
+    ("gpu-hold-word", {"trainstack_gpu_hold": "maybe"}, "trainstack_gpu_hold must be true or false, got a string"),
+    ("mpi-switch-list", {"trainstack_mpi": ["node1"]}, "trainstack_mpi must be true or false, got a list"),
     ("typo-nccl-settings", {"nccl_setings": {}}, "nccl_setings is not a variable of any role (did you mean nccl_settings?)"),
     ("typo-chrony-server", {"base_chrony_server": ["10.0.0.1"]}, "(did you mean base_chrony_servers?)"),
     ("typo-cuda-version", {"cuda_verison": "12.8"}, "(did you mean cuda_version?)"),
@@ -285,6 +287,8 @@ GOOD_HOSTS = {
         "slurm_cgroup_options": {"AllowedRAMSpace": 100},
         "slurm_dbd_config_extra": {"PurgeJobAfter": "12months"},
         "slurm_dbd_db_password": "s3cr3t!pa$$",
+        "trainstack_gpu_hold": False,
+        "trainstack_mpi": False,
         "slurm_state_save_location": "/srv/slurm/state",
         "nccl_settings": {"NCCL_DEBUG": "WARN", "NCCL_IB_HCA": None},
         "nccl_management_interface": "eth0",

@@ -102,6 +102,7 @@ BAD = [
     ("secret", "pw\nStorageHost=evil", "contains a newline"),
     ("secret", "pw 1", "a space"),
     ("bool", "yes", "must be true or false"),
+    ("bool", [True], "must be true or false, got a list"),
     ("secret", "pw\u00a01", "whitespace U+00A0"),
     ("path", "var/lib/slurm", "absolute"),
     ("path", "/var/lib/slurm/../../etc", "'..'"),
