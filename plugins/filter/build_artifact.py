@@ -5,7 +5,9 @@
 
 A build id names one build exactly: the same inputs give the same id on every run and every
 controller, and any change of an input (one configure flag, the compiler, a dependency's build)
-gives a new id, hence a new install prefix <root>/<name>/<version>-<id>.
+gives a new id, hence a new install prefix <root>/<name>/<version>-<id>. The source is an input too:
+a new Debian revision, Debian's patches on or off, or another upstream tarball under the same version
+number is another build.
 """
 
 from __future__ import annotations
@@ -15,13 +17,38 @@ import json
 import re
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 
 ID_LENGTH = 12
-_SPEC_KEYS = ('name', 'version', 'configure_flags', 'compiler', 'os', 'arch', 'cuda', 'depends')
+_SPEC_KEYS = ('name', 'version', 'source', 'configure_flags', 'compiler', 'os', 'arch', 'cuda', 'depends')
+_SHA256 = re.compile(r'^[0-9a-f]{64}\Z')
 
 
 def _error(message):
     raise AnsibleFilterError(message)
+
+
+def _source_identity(source):
+    """One string for the sources a build starts from.
+
+    source: {type: debian, package, debian_version, patches} -> 'debian:<package>=<debian_version>:patched|orig';
+    {type: url|mirror, sha256} -> 'sha256:<sum>' (where the tarball came from does not change what is built).
+    """
+    if not isinstance(source, dict):
+        _error('build spec source must be a dict with a type, got %r' % (source,))
+    kind = source.get('type')
+    if kind == 'debian':
+        package, version = source.get('package'), source.get('debian_version')
+        if not package or not version:
+            _error('build spec source of type debian needs package and debian_version, got %r' % (source,))
+        return 'debian:%s=%s:%s' % (package, version, 'patched' if boolean(source.get('patches', True), strict=False) else 'orig')
+    if kind in ('url', 'mirror'):
+        digest = str(source.get('sha256', '')).lower()
+        if not _SHA256.match(digest):
+            _error('build spec source of type %s needs the tarball sha256 (64 hex digits), got %r'
+                   % (kind, source.get('sha256')))
+        return 'sha256:%s' % digest
+    _error('build spec source type must be debian, url or mirror, got %r' % (kind,))
 
 
 def build_artifact_canonical(spec):
@@ -40,6 +67,7 @@ def build_artifact_canonical(spec):
     canonical = {
         'name': str(spec['name']),
         'version': str(spec['version']),
+        'source': _source_identity(spec['source']),
         'configure_flags': sorted(str(flag) for flag in spec['configure_flags']),
         'compiler': str(spec['compiler']),
         'os': str(spec['os']),

@@ -16,7 +16,9 @@ from ansible_collections.trainstack.cluster.plugins.filter import build_artifact
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'fixtures', 'debian_dsc')
 
 SPEC = {
-    'name': 'ucx', 'version': '1.13.1', 'configure_flags': ['--without-cuda', '--enable-mt'],
+    'name': 'ucx', 'version': '1.13.1',
+    'source': {'type': 'debian', 'package': 'ucx', 'debian_version': '1.13.1-1', 'patches': True},
+    'configure_flags': ['--without-cuda', '--enable-mt'],
     'compiler': 'gcc (Debian 12.2.0-14) 12.2.0', 'os': 'Debian-12.11', 'arch': 'x86_64', 'cuda': 'none', 'depends': [],
 }
 
@@ -24,7 +26,8 @@ SPEC = {
 def test_id_is_sha256_of_the_documented_canonical_text():
     # Written out by hand: keys sorted, flags sorted, compact separators.
     text = ('{"arch":"x86_64","compiler":"gcc (Debian 12.2.0-14) 12.2.0","configure_flags":["--enable-mt","--without-cuda"],'
-            '"cuda":"none","depends":[],"name":"ucx","os":"Debian-12.11","version":"1.13.1"}')
+            '"cuda":"none","depends":[],"name":"ucx","os":"Debian-12.11","source":"debian:ucx=1.13.1-1:patched",'
+            '"version":"1.13.1"}')
     assert build_artifact.build_artifact_canonical(SPEC) == text
     assert build_artifact.build_artifact_id(SPEC) == hashlib.sha256(text.encode()).hexdigest()[:12]
 
@@ -43,9 +46,26 @@ def test_flag_order_does_not_change_the_id():
     ('arch', 'aarch64'),
     ('cuda', '12.8'),
     ('depends', ['ucx-0123456789ab']),
+    ('source', {'type': 'debian', 'package': 'ucx', 'debian_version': '1.13.1-2', 'patches': True}),
+    ('source', {'type': 'debian', 'package': 'ucx', 'debian_version': '1.13.1-1', 'patches': False}),
+    ('source', {'type': 'url', 'sha256': 'ab' * 32}),
 ])
 def test_every_input_changes_the_id(key, value):
     assert build_artifact.build_artifact_id(dict(SPEC, **{key: value})) != build_artifact.build_artifact_id(SPEC)
+
+
+@pytest.mark.parametrize('patches', [False, 'False', 'no'])
+def test_patches_off_in_any_spelling_is_one_build(patches):
+    source = dict(SPEC['source'], patches=patches)
+    orig = dict(SPEC['source'], patches=False)
+    assert build_artifact.build_artifact_id(dict(SPEC, source=source)) == build_artifact.build_artifact_id(dict(SPEC, source=orig))
+
+
+def test_a_tarball_is_named_by_its_sum_not_by_where_it_came_from():
+    url = build_artifact.build_artifact_id(dict(SPEC, source={'type': 'url', 'sha256': 'AB' * 32}))
+    mirror = build_artifact.build_artifact_id(dict(SPEC, source={'type': 'mirror', 'sha256': 'ab' * 32}))
+    other = build_artifact.build_artifact_id(dict(SPEC, source={'type': 'mirror', 'sha256': 'cd' * 32}))
+    assert url == mirror != other
 
 
 @pytest.mark.parametrize('none', [None, '', 'none', False])
@@ -58,6 +78,10 @@ def test_no_cuda_spellings_are_one_build(none):
     (dict(SPEC, flags=[]), 'build spec has unknown keys flags'),
     (dict(SPEC, depends='ucx-1'), 'build spec depends must be a list'),
     ('ucx', 'build_artifact_id expects a dict'),
+    (dict(SPEC, source='debian'), 'source must be a dict'),
+    (dict(SPEC, source={'type': 'debian', 'package': 'ucx'}), 'needs package and debian_version'),
+    (dict(SPEC, source={'type': 'url', 'sha256': ''}), 'needs the tarball sha256'),
+    (dict(SPEC, source={'type': 'git'}), 'source type must be debian, url or mirror'),
 ])
 def test_bad_specs_are_refused(spec, message):
     with pytest.raises(AnsibleFilterError, match=message):

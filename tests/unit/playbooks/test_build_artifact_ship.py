@@ -1,0 +1,69 @@
+# Copyright (c) 2026, trainstack.cluster developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The build_artifact role's ship step (tasks/ship.yml): archive present, tampered, or never built."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tarfile
+
+import pytest
+
+from playbook_support import HAS_ANSIBLE_PLAYBOOK, run_playbook
+
+pytestmark = pytest.mark.skipif(not HAS_ANSIBLE_PLAYBOOK, reason="ansible-playbook is not beside this Python")
+
+PLAYBOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "build_artifact_ship.yml")
+ARCHIVE = "ucx-1.13.1-0123456789ab-Debian-12-x86_64-cuda-none.tar.gz"
+
+
+def make_archive(directory, record=None):
+    """An archive like archive.sh.j2 makes (the prefix directory at its top) and its .sha256 record."""
+    path = directory / ARCHIVE
+    with tarfile.open(path, "w:gz") as tar:
+        data = b'{"name": "ucx"}\n'
+        info = tarfile.TarInfo("1.13.1-0123456789ab/.build-info.json")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    digest = record or hashlib.sha256(path.read_bytes()).hexdigest()
+    (directory / (ARCHIVE + ".sha256")).write_text("%s  %s\n" % (digest, ARCHIVE), encoding="utf-8")
+    return path
+
+
+def ship(tmp_path, archive):
+    root = tmp_path / "root"
+    returncode, report, stderr = run_playbook(PLAYBOOK, "-e", json.dumps({"archive": str(archive), "root": str(root)}))
+    messages = [result.get("msg", "") for play in report["plays"] for task in play["tasks"]
+                for result in task["hosts"].values() if result.get("failed")]
+    return returncode, messages, root, stderr
+
+
+def test_archive_is_checked_and_unpacked(tmp_path):
+    archive = make_archive(tmp_path)
+    returncode, messages, root, stderr = ship(tmp_path, archive)
+    assert returncode == 0, (messages, stderr)
+    assert (root / "ucx" / "1.13.1-0123456789ab" / ".build-info.json").read_text(encoding="utf-8") == '{"name": "ucx"}\n'
+    assert not (root / "ucx" / ("." + ARCHIVE)).exists()
+
+
+def test_tampered_archive_is_refused_with_both_sums(tmp_path):
+    archive = make_archive(tmp_path, record="0" * 64)
+    actual = hashlib.sha256(archive.read_bytes()).hexdigest()
+    returncode, messages, root, _stderr = ship(tmp_path, archive)
+    assert returncode != 0
+    assert len(messages) == 1
+    assert "SHA-256 mismatch, refusing it: expected " + "0" * 64 in messages[0] and "actual " + actual in messages[0]
+    assert not (root / "ucx" / "1.13.1-0123456789ab").exists()
+
+
+def test_missing_archive_names_the_builder(tmp_path):
+    returncode, messages, root, _stderr = ship(tmp_path, tmp_path / ARCHIVE)
+    assert returncode != 0
+    assert len(messages) == 1
+    assert "is not on the controller" in messages[0] and "built on builder-node" in messages[0]
+    assert "Debian-12-x86_64-cuda-none" in messages[0]
+    assert not root.exists()
