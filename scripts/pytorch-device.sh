@@ -9,14 +9,15 @@
 #      jobs use; the launcher, its configuration and the job go under $WORK (nothing is written outside
 #      it). Run 2 must report changed=0.
 #   2. The DDP smoke job through trainstack-torchrun (torchrun, nccl, one rank per probed GPU), twice:
-#      the default small model (300 steps) and a wider one for a throughput figure.
+#      the default small model (300 steps) and a wider one for a throughput figure; then the DeepSpeed
+#      ZeRO-1 variant (--deepspeed) where the interpreter can import DeepSpeed, else a SKIP line.
 #
 #   OUT=/path/to/results scripts/pytorch-device.sh
 #
 # Environment: PYTHON (default /opt/torch/.venv/bin/python3), ansible-core wheels unpacked in /tmp/site
 # (PYTHONPATH), NVIDIA_SMI. NCCL_NVLS_ENABLE=0 (NVLink multicast off on the lent machines).
 # Writes to $OUT: facts.json (trainstack_gpu_stack with torch's own report), run-1.log, run-2.log,
-# ddp-small.txt, ddp-wide.txt (job outputs), ddp-results.json (both results, checked), summary.txt.
+# ddp-small.txt, ddp-wide.txt, ddp-deepspeed.txt (job outputs), ddp-results.json (the results, checked), summary.txt.
 set -uo pipefail
 
 WORK=/tmp/trainstack-pytorch-device
@@ -69,14 +70,23 @@ run_job() { # name, job arguments...
 }
 run_job small --steps 300
 run_job wide --steps 300 --width 4096 --batch 1024
+# The DeepSpeed ZeRO-1 variant where the interpreter has DeepSpeed (carried in as a wheel on the lent machines).
+if "$PY" -c 'import deepspeed' >/dev/null 2>&1; then
+  say "## deepspeed $("$PY" -c 'import deepspeed; print(deepspeed.__version__)' 2>/dev/null)"
+  run_job deepspeed --steps 300 --deepspeed
+else
+  say "SKIP deepspeed: not importable by $PY"
+fi
 
 # 3. The results, checked by the collection's own verifier (the filter the lab's verify uses).
 PYTHONPATH=$REPO/collections:${PYTHONPATH:-} "$PY" - "$OUT" <<'PYEOF' | tee -a "$SUMMARY"
-import json, sys
+import json, os, sys
 from ansible_collections.trainstack.cluster.plugins.filter.pytorch import pytorch_ddp_result
 out = sys.argv[1]
 results = {}
-for name in ('small', 'wide'):
+for name in ('small', 'wide', 'deepspeed'):
+    if name == 'deepspeed' and not os.path.exists('%s/ddp-%s.txt' % (out, name)):
+        continue
     with open('%s/ddp-%s.txt' % (out, name), encoding='utf-8') as handle:
         results[name] = pytorch_ddp_result(handle.read(), backend='nccl')
     print('check %s: %s %s' % (name, 'OK' if results[name]['ok'] else 'FAIL', '; '.join(results[name]['problems'])))

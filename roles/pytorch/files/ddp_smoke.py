@@ -96,7 +96,9 @@ def main(argv=None):
         import deepspeed  # pylint: disable=import-outside-toplevel
         config = {'train_micro_batch_size_per_gpu': args.batch, 'gradient_accumulation_steps': 1,
                   'optimizer': {'type': 'SGD', 'params': {'lr': args.lr, 'momentum': 0.9}},
-                  'zero_optimization': {'stage': 1}}
+                  'zero_optimization': {'stage': 1},
+                  # DeepSpeed refuses a client optimizer it has not tested with ZeRO (SGD here) unless told.
+                  'zero_allow_untested_optimizer': True}
         engine = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config,
                                       dist_init_required=False)[0]
         step_model = engine
