@@ -14,6 +14,7 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.trainstack.cluster.plugins.filter.pytorch import pytorch_ddp_result
 from ansible_collections.trainstack.cluster.plugins.module_utils import _nccl_tests, _torch_allreduce
 
 SCHEMA = 'trainstack.cluster/acceptance-report/v1'
@@ -338,6 +339,111 @@ def acceptance_node_checks(topology, gpu_stack=None, health=None, expected=None)
 
 
 # ---------------------------------------------------------------------------------------------
+# Jobs across nodes: the MPI check and the DDP smoke job
+
+_MPI_HELLO = re.compile(r'^hello rank=(?P<rank>\d+) size=(?P<size>\d+) host=(?P<host>\S+)\s*$')
+_MPI_ALLREDUCE = re.compile(r'^allreduce sum=(?P<sum>-?\d+) expected=(?P<expected>-?\d+) '
+                            r'vector_mismatches_rank0=(?P<mismatches>\d+) all_ok=(?P<ok>[01])\s*$')
+_MPI_PINGPONG = re.compile(r'^pingpong from=(?P<src>\S+) to=(?P<dst>\S+) latency_us=(?P<lat>[0-9.]+) '
+                           r'bandwidth_MBps=(?P<bw>[0-9.]+)\s*$')
+
+
+def _number(value, name):
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        _error('%s must be a number, got %r' % (name, value))
+
+
+def acceptance_mpi_verdict(text, nodes, rc=0, min_bandwidth_mbps=None, max_latency_us=None):
+    """Judge the output of the collection's MPI check (roles/acceptance/files/mpi_check.c) run on ``nodes``.
+
+    Passes when every node ran a rank, the two allreduces were exact on every rank and the ping-pong went
+    between two different nodes within the optional bandwidth and latency bounds. The check carries
+    ranks, hosts, latency_us and bandwidth_mbps for the report.
+    """
+    nodes = sorted(nodes or [])
+    min_bw = _number(min_bandwidth_mbps, 'min_bandwidth_mbps')
+    max_lat = _number(max_latency_us, 'max_latency_us')
+    ranks, allreduce, pingpong = {}, None, None
+    for line in (text or '').splitlines():
+        line = line.strip()
+        match = _MPI_HELLO.match(line)
+        if match:
+            ranks[int(match.group('rank'))] = (int(match.group('size')), match.group('host'))
+            continue
+        allreduce = _MPI_ALLREDUCE.match(line) or allreduce
+        pingpong = _MPI_PINGPONG.match(line) or pingpong
+    hosts = sorted({host for _size, host in ranks.values()})
+    data = {'ranks': len(ranks), 'hosts': hosts, 'latency_us': None, 'bandwidth_mbps': None}
+    problems = []
+    if rc not in (0, '0'):
+        problems.append('the job exited with %s' % rc)
+    sizes = {size for size, _host in ranks.values()}
+    if not ranks:
+        problems.append('no rank said hello')
+    elif len(sizes) != 1 or sorted(ranks) != list(range(sizes.pop())):
+        problems.append('ranks %s did not all report (world sizes %s)'
+                        % (','.join(map(str, sorted(ranks))), ','.join(sorted({str(s) for s, _h in ranks.values()}))))
+    missing = [node for node in nodes if node not in hosts]
+    if missing:
+        problems.append('no rank ran on %s' % ', '.join(missing))
+    if allreduce is None:
+        problems.append('no allreduce result')
+    elif allreduce.group('ok') != '1' or allreduce.group('sum') != allreduce.group('expected') \
+            or allreduce.group('mismatches') != '0':
+        problems.append('allreduce wrong: sum %s, expected %s, %s vector mismatches on rank 0'
+                        % (allreduce.group('sum'), allreduce.group('expected'), allreduce.group('mismatches')))
+    if len(nodes) > 1:
+        if pingpong is None:
+            problems.append('no ping-pong result')
+        else:
+            data['latency_us'] = float(pingpong.group('lat'))
+            data['bandwidth_mbps'] = float(pingpong.group('bw'))
+            if pingpong.group('src') == pingpong.group('dst'):
+                problems.append('the ping-pong stayed on %s' % pingpong.group('src'))
+            if min_bw is not None and data['bandwidth_mbps'] < min_bw:
+                problems.append('ping-pong bandwidth %.1f MB/s < %g' % (data['bandwidth_mbps'], min_bw))
+            if max_lat is not None and data['latency_us'] > max_lat:
+                problems.append('ping-pong latency %.2f us > %g' % (data['latency_us'], max_lat))
+    if problems:
+        return _check('mpi', 'fail', '; '.join(problems), **data)
+    reason = '%d ranks on %s: allreduce exact' % (len(ranks), ', '.join(hosts))
+    if data['latency_us'] is not None:
+        reason += '; ping-pong %s -> %s %.1f us, %.0f MB/s' % (pingpong.group('src'), pingpong.group('dst'),
+                                                              data['latency_us'], data['bandwidth_mbps'])
+    return _check('mpi', 'pass', reason, **data)
+
+
+def acceptance_ddp_verdict(text, nodes, backend=None, rc=0, min_samples_per_s=None):
+    """Judge the output of the pytorch role's DDP smoke job run on ``nodes`` (one torchrun per node).
+
+    The job's own checks (loss decreased, parameters bit-identical on every rank) come from
+    pytorch_ddp_result; here the job must also have run on exactly ``nodes`` and, when given, reach
+    ``min_samples_per_s`` in total. Carries world_size, hosts and samples_per_s_total for the report.
+    """
+    nodes = sorted(nodes or [])
+    floor = _number(min_samples_per_s, 'min_samples_per_s')
+    checked = pytorch_ddp_result(text, hosts=nodes, backend=backend)
+    result = checked['result'] or {}
+    data = {'world_size': result.get('world_size'), 'hosts': sorted(result.get('hosts') or []),
+            'samples_per_s_total': result.get('samples_per_s_total')}
+    problems = list(checked['problems'])
+    if rc not in (0, '0'):
+        problems.insert(0, 'the job exited with %s' % rc)
+    total = data['samples_per_s_total']
+    if floor is not None and isinstance(total, (int, float)) and total < floor:
+        problems.append('%.0f samples/s in total < %g' % (total, floor))
+    if problems:
+        return _check('ddp', 'fail', '; '.join(problems), **data)
+    return _check('ddp', 'pass', 'DDP %s, %s ranks on %s: loss %s -> %s, parameters identical, %s samples/s in total'
+                  % (result.get('backend'), result.get('world_size'), ', '.join(data['hosts']),
+                     result.get('loss_first'), result.get('loss_last'), total), **data)
+
+
+# ---------------------------------------------------------------------------------------------
 # The report
 
 
@@ -386,5 +492,7 @@ class FilterModule:
             'acceptance_parse_allreduce': acceptance_parse_allreduce,
             'acceptance_busbw_verdict': acceptance_busbw_verdict,
             'acceptance_node_checks': acceptance_node_checks,
+            'acceptance_mpi_verdict': acceptance_mpi_verdict,
+            'acceptance_ddp_verdict': acceptance_ddp_verdict,
             'acceptance_report': acceptance_report,
         }
