@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later
- * MPI check for trainstack.cluster: hello from every rank, two allreduces with results checked
+ * MPI check of the acceptance suite (trainstack.cluster): hello from every rank, two allreduces with results checked
  * exactly, and a ping-pong between rank 0 and the last rank (another node under srun -N2).
  * Exit status 0 only when every check passed. */
 #include <mpi.h>

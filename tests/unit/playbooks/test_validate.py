@@ -26,7 +26,7 @@ def fixture(*parts):
     return os.path.join(FIXTURES, *parts)
 
 
-def run_validate(tmp_path, *options):
+def run_validate(tmp_path, *options, children=None):
     roots = {}
     for host, case in (('gpu-a', 'hgx_h100'), ('gpu-b', 'h200_vm'), ('cpu-c', 'cpu_only')):
         roots[host] = recorded_root(case, tmp_path / host)
@@ -43,7 +43,7 @@ def run_validate(tmp_path, *options):
                   'acceptance_allreduce_logs': [fixture('torch_allreduce', 'h200x2_probe_default.txt')],
                   'acceptance_busbw_overrides': {'16MiB': None, '2GiB': None}},
         'cpu-c': {'acceptance_probe_root': roots['cpu-c']},
-    }, 'vars': {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}}}))
+    }, 'children': children or {}, 'vars': {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}}}))
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'),
                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, 'collections'), ANSIBLE_STDOUT_CALLBACK='ansible.builtin.json',
                ANSIBLE_NOCOLOR='1')
@@ -74,7 +74,10 @@ def test_validate_writes_the_report_and_fails_on_the_failing_node(tmp_path):
     assert 'persistence_mode: nvidia-smi -q gave nothing: nvidia-smi -q output not understood' in reasons
     checks_b = {check['check']: check for check in by_name['gpu-b']['checks']}
     assert checks_b['allreduce_busbw']['status'] == 'pass' and checks_b['gpu_count']['status'] == 'pass'
-    assert checks_b['mpi']['status'] == 'skip' and checks_b['mpi']['reason'] == 'hook not configured (acceptance_hooks.mpi)'
+    # The built-in job hooks say why they did not run; a hook nobody provides is "not configured".
+    assert checks_b['mpi']['status'] == 'skip' and checks_b['mpi']['reason'] == 'no host of the mpi group in this play'
+    assert checks_b['ddp']['reason'] == 'no host of the pytorch group in this play'
+    assert checks_b['ib_send_bw_pairs']['reason'] == 'hook not configured (acceptance_hooks.ib_send_bw_pairs)'
     assert all(check['status'] == 'skip' and check['reason'] for check in by_name['cpu-c']['checks'])
     markdown = (out / 'acceptance.md').read_text(encoding='utf-8')
     assert '- **gpu-b** (FAIL)' in markdown and '| 4GiB | 343.3 | 343.3 | 343.3 | 291.0 | PASS |' in markdown
@@ -95,3 +98,32 @@ def test_check_mode_writes_no_file(tmp_path):
     written = next(iter(task_results(report, 'Write the report (JSON, Markdown, PNG)').values()))
     assert written['changed'] and str(out / 'acceptance.json') in written['files']
     assert not out.exists()
+    mpi = next(iter(task_results(report, 'Record the result of mpi').values()))
+    assert mpi['ansible_facts']['__acceptance_hook_results'][-1]['reason'] == 'check mode: no job is submitted'
+
+
+def test_job_hooks_skip_with_the_reason_that_applies(tmp_path):
+    # gpu-a is an MPI node, but no host submits Slurm jobs; the others are outside the mpi group.
+    proc, _report, out = run_validate(tmp_path, '-e', '{"acceptance_fail_on_error": false}',
+                                      children={'mpi': {'hosts': {'gpu-a': {}}}})
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads((out / 'acceptance.json').read_text(encoding='utf-8'))
+    mpi = {node['name']: next(check for check in node['checks'] if check['check'] == 'mpi') for node in document['nodes']}
+    assert {name: (check['status'], check['reason']) for name, check in mpi.items()} == {
+        'gpu-a': ('skip', 'no host submits Slurm jobs (no slurm_controller group; set acceptance_slurm_host)'),
+        'gpu-b': ('skip', 'not in the mpi group'),
+        'cpu-c': ('skip', 'not in the mpi group'),
+    }
+
+
+def test_job_hooks_can_be_turned_off_or_replaced(tmp_path):
+    hook = tmp_path / 'my_ddp.yml'
+    hook.write_text('- ansible.builtin.set_fact:\n    acceptance_hook_result: {status: info, reason: mine, samples: 7}\n')
+    proc, _report, out = run_validate(tmp_path, '-e', json.dumps({'acceptance_fail_on_error': False, 'acceptance_builtin_hooks': [],
+                                                                  'acceptance_hooks': {'ddp': str(hook)}}))
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads((out / 'acceptance.json').read_text(encoding='utf-8'))
+    checks = {check['check']: check for check in document['nodes'][0]['checks']}
+    assert checks['mpi']['reason'] == 'hook not configured (acceptance_hooks.mpi)'
+    # The hook's measurements stay in the report beside its status and reason.
+    assert checks['ddp'] == {'check': 'ddp', 'status': 'info', 'reason': 'mine', 'samples': 7}
