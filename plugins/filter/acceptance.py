@@ -396,24 +396,24 @@ def acceptance_mpi_verdict(text, nodes, rc=0, min_bandwidth_mbps=None, max_laten
             or allreduce.group('mismatches') != '0':
         problems.append('allreduce wrong: sum %s, expected %s, %s vector mismatches on rank 0'
                         % (allreduce.group('sum'), allreduce.group('expected'), allreduce.group('mismatches')))
+    latency = bandwidth = None
     if len(nodes) > 1:
         if pingpong is None:
             problems.append('no ping-pong result')
         else:
-            data['latency_us'] = float(pingpong.group('lat'))
-            data['bandwidth_mbps'] = float(pingpong.group('bw'))
+            latency, bandwidth = float(pingpong.group('lat')), float(pingpong.group('bw'))
+            data.update(latency_us=latency, bandwidth_mbps=bandwidth)
             if pingpong.group('src') == pingpong.group('dst'):
                 problems.append('the ping-pong stayed on %s' % pingpong.group('src'))
-            if min_bw is not None and data['bandwidth_mbps'] < min_bw:
-                problems.append('ping-pong bandwidth %.1f MB/s < %g' % (data['bandwidth_mbps'], min_bw))
-            if max_lat is not None and data['latency_us'] > max_lat:
-                problems.append('ping-pong latency %.2f us > %g' % (data['latency_us'], max_lat))
+            if min_bw is not None and bandwidth < min_bw:
+                problems.append('ping-pong bandwidth %.1f MB/s < %g' % (bandwidth, min_bw))
+            if max_lat is not None and latency > max_lat:
+                problems.append('ping-pong latency %.2f us > %g' % (latency, max_lat))
     if problems:
         return _check('mpi', 'fail', '; '.join(problems), **data)
     reason = '%d ranks on %s: allreduce exact' % (len(ranks), ', '.join(hosts))
-    if data['latency_us'] is not None:
-        reason += '; ping-pong %s -> %s %.1f us, %.0f MB/s' % (pingpong.group('src'), pingpong.group('dst'),
-                                                              data['latency_us'], data['bandwidth_mbps'])
+    if latency is not None:
+        reason += '; ping-pong %s -> %s %.1f us, %.0f MB/s' % (pingpong.group('src'), pingpong.group('dst'), latency, bandwidth)
     return _check('mpi', 'pass', reason, **data)
 
 
