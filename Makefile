@@ -23,10 +23,13 @@ venv: $(VENV)/.installed
 
 core-floor: .venv-core-floor/bin/ansible-playbook
 
-## Bring up the container lab, converge it with site.yml, print what was built.
+## Bring up the container lab, converge it with site.yml (PyTorch from a wheelhouse filled first), run the
+## acceptance suite on it (report in ./acceptance-results), print what was built.
 lab: venv
 	scripts/lab up $(LAB_NODES) $(LAB_DISTRO)
+	ansible-playbook -i inventories/lab playbooks/pytorch_wheelhouse.yml
 	ansible-playbook -i inventories/lab site.yml
+	ansible-playbook -i inventories/lab playbooks/validate.yml
 	scripts/lab summary
 
 lab-down:
