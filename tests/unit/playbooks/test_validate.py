@@ -127,3 +127,14 @@ def test_job_hooks_can_be_turned_off_or_replaced(tmp_path):
     assert checks['mpi']['reason'] == 'hook not configured (acceptance_hooks.mpi)'
     # The hook's measurements stay in the report beside its status and reason.
     assert checks['ddp'] == {'check': 'ddp', 'status': 'info', 'reason': 'mine', 'samples': 7}
+
+
+def test_a_scratch_directory_that_would_remove_a_system_tree_is_refused_before_any_check(tmp_path):
+    for case, (bad, words) in enumerate((('/', 'is a system directory'), ('/usr/../etc', "must not contain '..'"),
+                                         ('var/tmp/x', 'must be an absolute path'))):
+        (tmp_path / str(case)).mkdir()
+        proc, report, out = run_validate(tmp_path / str(case), '-e', json.dumps({'acceptance_scratch_dir': bad}))
+        assert proc.returncode == 2, proc.stderr
+        failed = next(iter(task_results(report, 'Check the paths and the time limit of the built-in job hooks').values()))
+        assert failed['failed'] and 'acceptance_scratch_dir' in failed['msg'] and words in failed['msg'], failed['msg']
+        assert not out.exists()
