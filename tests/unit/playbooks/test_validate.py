@@ -116,6 +116,20 @@ def test_job_hooks_skip_with_the_reason_that_applies(tmp_path):
     }
 
 
+def test_job_hooks_skip_where_their_stack_is_missing(tmp_path):
+    # A Slurm controller exists (cpu-c), but gpu-a has neither the shipped Open MPI nor the DDP job.
+    proc, _report, out = run_validate(tmp_path, '-e', '{"acceptance_fail_on_error": false}',
+                                      children={'mpi': {'hosts': {'gpu-a': {}}}, 'pytorch': {'hosts': {'gpu-a': {}}},
+                                                'slurm_controller': {'hosts': {'cpu-c': {}}}})
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads((out / 'acceptance.json').read_text(encoding='utf-8'))
+    checks = {node['name']: {check['check']: check for check in node['checks']} for node in document['nodes']}
+    assert checks['gpu-a']['mpi']['reason'] == ('Open MPI with a C compiler not found on any MPI node '
+                                                '(/opt/trainstack/openmpi/current/bin/mpicc, cc)')
+    assert checks['gpu-a']['ddp']['reason'].startswith('the DDP smoke job is not installed on gpu-a (')
+    assert checks['cpu-c']['ddp']['reason'] == 'not in the pytorch group'
+
+
 def test_job_hooks_can_be_turned_off_or_replaced(tmp_path):
     hook = tmp_path / 'my_ddp.yml'
     hook.write_text('- ansible.builtin.set_fact:\n    acceptance_hook_result: {status: info, reason: mine, samples: 7}\n')
