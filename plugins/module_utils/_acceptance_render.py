@@ -101,9 +101,10 @@ def markdown(report, images=None):
         if pairs and pairs.get('links'):
             out += ['', '| perftest port pair | rate (Gb/s) | threshold (Gb/s) | ib_send_bw (Gb/s) | ib_send_lat (us) | status |',
                     '|---|---|---|---|---|---|']
-            out += ['| %s | %g | %s | %s | %s | %s |' % (_cell(link['name']), link['rate_gbps'], _number(link['threshold_gbps'], 1),
-                                                       _number(link['bw_gbps'], 1), _number(link['latency_us'], 2), MARK[link['status']])
-                    for link in pairs['links']]
+            for link in pairs['links']:
+                out.append('| %s | %g | %s | %s | %s | %s |' % (
+                    _cell(link['name']), link['rate_gbps'], _number(link['threshold_gbps'], 1), _number(link['bw_gbps'], 1),
+                    _number(link['latency_us'], 2), MARK[link['status']]))
         if node['name'] in images:
             out += ['', '![busbw of %s](%s)' % (node['name'], images[node['name']])]
     if 'ib' in images:
