@@ -195,9 +195,11 @@ def write_pngs(report, dest, basename):
         if any(value is not None for value in measured):
             axes.bar([x - 0.2 for x in positions], rates, width=0.4, label='link rate')
             axes.bar([x + 0.2 for x in positions], [value or 0.0 for value in measured], width=0.4, label='ib_send_bw (lowest pair)')
-            axes.plot([x + 0.2 for x in positions], [value if value is not None else float('nan') for value in limits],
-                      marker='_', markersize=14, linestyle='none', color='red', label='threshold')
-            axes.legend()
+            judged = [(x, limit) for x, limit in zip(positions, limits) if limit is not None]
+            axes.hlines([limit for _x, limit in judged], [x for x, _limit in judged], [x + 0.4 for x, _limit in judged],
+                        colors='red', linewidth=2, label='threshold')
+            axes.set_ylim(0, 1.25 * max([1.0] + rates + [value for value in measured if value is not None]))
+            axes.legend(loc='upper right', ncol=3)
         else:
             axes.bar(positions, rates)
         axes.set_xticks(positions)
