@@ -5,10 +5,12 @@
 
 The built-in acceptance hook ``ib_send_bw_pairs`` (roles/acceptance/tasks/hooks/ib_send_bw_pairs.yml) runs
 ``ib_send_bw`` and ``ib_send_lat`` between pairs of the play's nodes that have ACTIVE RDMA ports: in a ring,
-so each node is server once and client once (n pairs for n > 2 nodes, one pair for two), one HCA port pair
-after the other. The bandwidth is judged against a fraction of the port's line rate (the lower of the two
-sides' rate in sysfs), the latency against an optional bound; a miss is ``repeat`` until the policy's
-attempts are used up, like the all-reduce busbw.
+so each node is server once and client once (n pairs for n > 2 nodes, one pair for two). The runs go in
+rounds: pairs that share no node run at the same time (the ring's pairs in two groups, three for an odd
+ring), one port pair of a node after the other, so the number of rounds does not grow with the nodes and no
+two tests share an HCA or its PCIe switch. The bandwidth is judged against a fraction of the port's line rate
+(the lower of the two sides' rate in sysfs), the latency against an optional bound; a miss is ``repeat``
+until the policy's attempts are used up, like the all-reduce busbw.
 """
 
 from __future__ import annotations
@@ -97,7 +99,7 @@ def acceptance_ib_pairs(topologies, addresses=None, include_roce=False, fallback
     else:
         couples = [(ring[index], ring[(index + 1) % len(ring)]) for index in range(len(ring))]
     pairs = []
-    for client, server in couples:
+    for index, (client, server) in enumerate(couples):
         address = (addresses or {}).get(server) or (fallback_addresses or {}).get(server) or server
         matched, unpaired = _pair_ports(ports[client], ports[server])
         links = []
@@ -110,7 +112,9 @@ def acceptance_ib_pairs(topologies, addresses=None, include_roce=False, fallback
                 'rate_gbps': min(client_port['rate_gbps'], server_port['rate_gbps']),
                 'client_gid_index': client_port['gid_index'], 'server_gid_index': server_port['gid_index'],
             })
-        pairs.append({'client': client, 'server': server, 'server_address': address, 'links': links,
+        # Pairs of one group share no node: alternate around the ring; an odd ring's last pair needs a third group.
+        group = 2 if len(couples) % 2 and index == len(couples) - 1 and len(couples) > 1 else index % 2
+        pairs.append({'client': client, 'server': server, 'server_address': address, 'links': links, 'group': group,
                       'unpaired': ['%s %s/%s' % (client if side == 'client' else server, port['hca'], port['port'])
                                    for side, port in unpaired]})
     return {'nodes': nodes, 'ring': ring, 'pairs': pairs}
@@ -133,38 +137,47 @@ def _argv(tool, link, side, settings, address=None):
 
 
 def acceptance_ib_runs(plan, settings, links=None):
-    """The perftest runs, in order: per pair, per port pair, ib_send_bw then ib_send_lat.
+    """The perftest runs in rounds: per group of pairs, per port pair index, ib_send_bw then ib_send_lat.
 
-    ``settings``: bw_size, lat_size (bytes), tcp_port, timeout_s. With ``links`` (acceptance_ib_links of
-    the attempts so far) only the port pairs still to ``repeat`` are run again.
+    The runs of one round share no node. ``settings``: bw_size, lat_size (bytes), tcp_port, timeout_s. With
+    ``links`` (acceptance_ib_links of the attempts so far) only the port pairs still to ``repeat`` are run again.
     """
     for key in ('bw_size', 'lat_size', 'tcp_port', 'timeout_s'):
         if (settings or {}).get(key) is None:
             _error('settings need %s' % key)
     again = None if links is None else {link['name'] for link in links if link['status'] == 'repeat'}
-    runs = []
-    for pair in (plan or {}).get('pairs') or []:
-        for link in pair['links']:
-            if again is not None and link['name'] not in again:
-                continue
+    pairs = (plan or {}).get('pairs') or []
+    rounds = []
+    for group in sorted({pair['group'] for pair in pairs}):
+        members = [pair for pair in pairs if pair['group'] == group]
+        for index in range(max(len(pair['links']) for pair in members)):
             for test, tool in sorted(TOOLS.items()):
-                runs.append({'name': '%s %s' % (tool, link['name']), 'link': link['name'], 'test': test,
-                             'client': link['client'], 'server': link['server'],
-                             'server_argv': _argv(tool, link, 'server', settings),
-                             'client_argv': _argv(tool, link, 'client', settings, pair['server_address'])})
-    return runs
+                runs = []
+                for pair in members:
+                    if index >= len(pair['links']) or (again is not None and pair['links'][index]['name'] not in again):
+                        continue
+                    link = pair['links'][index]
+                    runs.append({'name': '%s %s' % (tool, link['name']), 'link': link['name'], 'test': test,
+                                 'client': link['client'], 'server': link['server'],
+                                 'server_argv': _argv(tool, link, 'server', settings),
+                                 'client_argv': _argv(tool, link, 'client', settings, pair['server_address'])})
+                if runs:
+                    rounds.append(runs)
+    return rounds
 
 
-def _measure(record, test, size):
-    """(figure, problem) of one client report: Gb/s of ib_send_bw or t_typical (the median, in us) of ib_send_lat."""
+def _measure(result, test, size):
+    """(figure, problem) of one client run: Gb/s of ib_send_bw or t_typical (the median, in us) of ib_send_lat."""
     tool = TOOLS[test]
-    if str(record.get('rc')) == '124':
+    if not result or result.get('rc') is None:
+        return None, '%s did not run on the client%s' % (tool, (': ' + str(result['msg'])[:200]) if (result or {}).get('msg') else '')
+    if str(result.get('rc')) == '124':
         return None, '%s timed out' % tool
-    if str(record.get('rc')) != '0':
-        said = ((record.get('stderr') or '').strip() or (record.get('stdout') or '').strip()).splitlines()
-        return None, '%s exited with %s%s' % (tool, record.get('rc'), (': ' + said[-1][:200]) if said else '')
+    if str(result.get('rc')) != '0':
+        said = ((result.get('stderr') or '').strip() or (result.get('stdout') or '').strip()).splitlines()
+        return None, '%s exited with %s%s' % (tool, result.get('rc'), (': ' + said[-1][:200]) if said else '')
     try:
-        report = _perftest.parse(record.get('stdout'))
+        report = _perftest.parse(result.get('stdout'))
     except _perftest.PerftestParseError as exc:
         return None, '%s: %s' % (tool, exc)
     row = next((row for row in report['rows'] if row['bytes'] == int(size)), None)
@@ -173,8 +186,21 @@ def _measure(record, test, size):
     return (row['bw_average_gbps'] if test == 'bw' else row['t_typical']), None
 
 
-def acceptance_ib_links(records, plan, settings, min_bw_fraction=0.9, max_latency_us=None, attempts=3):
-    """Verdict per port pair from the client reports of every attempt (records: link, test, attempt, rc, stdout, stderr).
+def acceptance_ib_records(runs, results, attempt, settings):
+    """The figures of a round's runs, read from each client's result (rc, stdout, stderr) with the perftest parser.
+
+    Only the figure or the problem is kept (not the report), so the facts stay small on large clusters.
+    """
+    sizes = {'bw': settings['bw_size'], 'lat': settings['lat_size']}
+    records = []
+    for run in runs or []:
+        figure, problem = _measure((results or {}).get(run['client']), run['test'], sizes[run['test']])
+        records.append({'link': run['link'], 'test': run['test'], 'attempt': int(attempt), 'value': figure, 'problem': problem})
+    return records
+
+
+def acceptance_ib_links(records, plan, min_bw_fraction=0.9, max_latency_us=None, attempts=3):
+    """Verdict per port pair from the figures of every attempt (records of acceptance_ib_records).
 
     Bandwidth: the best attempt >= min_bw_fraction x the link's rate; latency: the best attempt <= max_latency_us
     (not set: reported). A miss is ``repeat`` while fewer than ``attempts`` attempts ran, then ``fail``; a run
@@ -184,7 +210,6 @@ def acceptance_ib_links(records, plan, settings, min_bw_fraction=0.9, max_latenc
     if not 0 < fraction <= 1:
         _error('min_bw_fraction must be in (0, 1], got %r' % (min_bw_fraction,))
     max_lat = None if max_latency_us is None else float(max_latency_us)
-    sizes = {'bw': settings['bw_size'], 'lat': settings['lat_size']}
     verdicts = []
     for pair in (plan or {}).get('pairs') or []:
         for link in pair['links']:
@@ -193,11 +218,10 @@ def acceptance_ib_links(records, plan, settings, min_bw_fraction=0.9, max_latenc
             values = {'bw': [], 'lat': []}
             problems = []
             for record in own:
-                figure, problem = _measure(record, record['test'], sizes[record['test']])
-                if problem:
-                    problems.append('%s (attempt %s)' % (problem, record.get('attempt')))
+                if record.get('problem'):
+                    problems.append('%s (attempt %s)' % (record['problem'], record.get('attempt')))
                 else:
-                    values[record['test']].append(figure)
+                    values[record['test']].append(record['value'])
             threshold = round(fraction * link['rate_gbps'], 3)
             entry = dict(link, threshold_gbps=threshold, attempts=done, bw_values_gbps=values['bw'], lat_values_us=values['lat'],
                          bw_gbps=max(values['bw']) if values['bw'] else None,
@@ -256,6 +280,7 @@ class FilterModule:
         return {
             'acceptance_ib_pairs': acceptance_ib_pairs,
             'acceptance_ib_runs': acceptance_ib_runs,
+            'acceptance_ib_records': acceptance_ib_records,
             'acceptance_ib_links': acceptance_ib_links,
             'acceptance_ib_node_check': acceptance_ib_node_check,
         }

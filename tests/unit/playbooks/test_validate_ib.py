@@ -20,7 +20,7 @@ import stat
 import subprocess
 import sys
 
-from playbook_support import ANSIBLE_PLAYBOOK, ROOT
+from playbook_support import ANSIBLE_PLAYBOOK, ROOT, failures_and_changes
 from topology_support import recorded_root
 
 PERFTEST = os.path.join(ROOT, 'tests', 'unit', 'fixtures', 'perftest')
@@ -46,7 +46,7 @@ def stand_ins(directory, log):
     return directory
 
 
-def run_validate(tmp_path, cases=('a100_pcie', 'a100_pcie'), perftest=True, extra=None, options=()):
+def run_validate(tmp_path, cases=('a100_pcie', 'a100_pcie'), perftest=True, extra=None, options=(), rc=0):
     hosts = {}
     for name, case in zip(('ib-a', 'ib-b'), cases):
         root = recorded_root(case, tmp_path / name)
@@ -70,7 +70,7 @@ def run_validate(tmp_path, cases=('a100_pcie', 'a100_pcie'), perftest=True, extr
     proc = subprocess.run([ANSIBLE_PLAYBOOK, '-i', str(inventory), os.path.join(ROOT, 'playbooks', 'validate.yml'),
                            '-e', 'acceptance_output_dir=' + str(out), '-e', json.dumps(extra or {})] + list(options),
                           env=env, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    assert proc.returncode == rc, proc.stdout[-3000:] + proc.stderr
     document = json.loads((out / 'acceptance.json').read_text(encoding='utf-8')) if (out / 'acceptance.json').exists() else None
     calls = log.read_text(encoding='utf-8').splitlines() if log.exists() else []
     return document, calls, out, json.loads(proc.stdout)
@@ -91,7 +91,9 @@ def runs(calls):
 
 
 def test_a_pair_that_reaches_the_fraction_passes_with_its_figures_in_every_rendering(tmp_path):
-    document, calls, out, _report = run_validate(tmp_path, extra={'acceptance_ib_min_bw_fraction': 0.75, 'acceptance_ib_max_latency_us': 2})
+    document, calls, out, report = run_validate(tmp_path, extra={'acceptance_ib_min_bw_fraction': 0.75, 'acceptance_ib_max_latency_us': 2})
+    # Acceptance changes nothing on the nodes: the one change is the report written on the controller.
+    assert failures_and_changes(report)[1] == ['trainstack.cluster.acceptance : Write the report (JSON, Markdown, PNG)']
     # Two nodes: one pair (ib-a client, ib-b server); ib_send_bw then ib_send_lat, each a server and a client run.
     assert runs(calls) == ONE_ATTEMPT
     checks = ib_checks(document)
@@ -150,3 +152,13 @@ def test_check_mode_runs_no_perftest(tmp_path):
                 results = task['hosts']
     assert {host: result['ansible_facts']['__acceptance_hook_results'][-1]['reason'] for host, result in results.items()} == {
         'ib-a': 'check mode: perftest is not run', 'ib-b': 'check mode: perftest is not run'}
+
+
+def test_perftest_settings_that_cannot_reach_its_command_line_are_refused_naming_the_variable(tmp_path):
+    _document, calls, out, report = run_validate(tmp_path, extra={'acceptance_ib_tcp_port': 80, 'acceptance_ib_min_bw_fraction': 1.5},
+                                                 rc=2)
+    assert calls == [] and not out.exists()
+    failed = next(result for play in report['plays'] for task in play['tasks']
+                  if task['task']['name'].endswith('Check the perftest settings of ib_send_bw_pairs') for result in task['hosts'].values())
+    assert 'acceptance_ib_tcp_port must be at least 1024, got 80' in failed['msg']
+    assert 'acceptance_ib_min_bw_fraction must be at most 1, got 1.5' in failed['msg']

@@ -16,7 +16,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.trainstack.cluster.plugins.filter.acceptance_ib import (
-    acceptance_ib_links, acceptance_ib_node_check, acceptance_ib_pairs, acceptance_ib_runs)
+    acceptance_ib_links, acceptance_ib_node_check, acceptance_ib_pairs, acceptance_ib_records, acceptance_ib_runs)
 
 from acceptance_support import text, topology
 
@@ -84,21 +84,46 @@ def test_roce_ports_join_with_include_roce_and_use_a_roce_v2_gid_with_ipv4():
     plan = acceptance_ib_pairs(hosts(a='ib_down_roce', b='ib_down_roce'), include_roce=True)
     link = plan['pairs'][0]['links'][0]
     assert (link['client_hca'], link['link_layer'], link['rate_gbps'], link['client_gid_index']) == ('mlx5_1', 'Ethernet', 100.0, 3)
-    runs = acceptance_ib_runs(plan, SETTINGS)
+    runs = acceptance_ib_runs(plan, SETTINGS)[0]
     assert runs[0]['server_argv'] == ['timeout', '60', 'ib_send_bw', '-d', 'mlx5_1', '-i', '1', '-F', '-s', '65536', '-p', '18515',
                                       '--report_gbits', '-x', '3']
 
 
 def test_runs_are_bandwidth_then_latency_per_port_pair_with_the_server_address_last():
     plan = acceptance_ib_pairs(hosts(a='a100_pcie', b='a100_pcie'), {'a': '10.0.0.1', 'b': '10.0.0.2'})
-    runs = acceptance_ib_runs(plan, dict(SETTINGS, lat_size=8, timeout_s=30, tcp_port=20000))
-    assert [(run['name'], run['client'], run['server']) for run in runs] == [
-        ('ib_send_bw a mlx5_0/1 -> b mlx5_0/1', 'a', 'b'), ('ib_send_lat a mlx5_0/1 -> b mlx5_0/1', 'a', 'b')]
+    rounds = acceptance_ib_runs(plan, dict(SETTINGS, lat_size=8, timeout_s=30, tcp_port=20000))
+    assert [[(run['name'], run['client'], run['server']) for run in runs] for runs in rounds] == [
+        [('ib_send_bw a mlx5_0/1 -> b mlx5_0/1', 'a', 'b')], [('ib_send_lat a mlx5_0/1 -> b mlx5_0/1', 'a', 'b')]]
+    runs = [run for runs in rounds for run in runs]
     assert runs[0]['client_argv'] == ['timeout', '30', 'ib_send_bw', '-d', 'mlx5_0', '-i', '1', '-F', '-s', '65536', '-p', '20000',
                                       '--report_gbits', '10.0.0.2']
     assert runs[1]['server_argv'] == ['timeout', '30', 'ib_send_lat', '-d', 'mlx5_0', '-i', '1', '-F', '-s', '8', '-p', '20000']
     with pytest.raises(AnsibleFilterError, match='settings need timeout_s'):
         acceptance_ib_runs(plan, {'bw_size': 1, 'lat_size': 1, 'tcp_port': 1})
+
+
+def names(rounds):
+    return [[run['name'] for run in runs] for runs in rounds]
+
+
+def test_rounds_run_pairs_that_share_no_node_together_and_do_not_grow_with_the_nodes():
+    # Four nodes with 8 ports: pairs a->b and c->d together, then b->c and d->a; 2 groups x 8 ports x 2 tests.
+    rounds = acceptance_ib_runs(acceptance_ib_pairs(hosts(a='hgx_h100', b='hgx_h100', c='hgx_h100', d='hgx_h100')), SETTINGS)
+    assert len(rounds) == 32
+    assert names(rounds)[:3] == [['ib_send_bw a mlx5_0/1 -> b mlx5_0/1', 'ib_send_bw c mlx5_0/1 -> d mlx5_0/1'],
+                                 ['ib_send_lat a mlx5_0/1 -> b mlx5_0/1', 'ib_send_lat c mlx5_0/1 -> d mlx5_0/1'],
+                                 ['ib_send_bw a mlx5_1/1 -> b mlx5_1/1', 'ib_send_bw c mlx5_1/1 -> d mlx5_1/1']]
+    assert names(rounds)[16] == ['ib_send_bw b mlx5_0/1 -> c mlx5_0/1', 'ib_send_bw d mlx5_0/1 -> a mlx5_0/1']
+    for runs in rounds:
+        busy = [run['client'] for run in runs] + [run['server'] for run in runs]
+        assert len(busy) == len(set(busy))
+    # An odd ring needs a third group: the last pair shares a node with the first and with the one before it.
+    plan = acceptance_ib_pairs({name: topology('a100_pcie') for name in 'abcde'})
+    assert [pair['group'] for pair in plan['pairs']] == [0, 1, 0, 1, 2]
+    assert names(acceptance_ib_runs(plan, SETTINGS))[::2] == [
+        ['ib_send_bw a mlx5_0/1 -> b mlx5_0/1', 'ib_send_bw c mlx5_0/1 -> d mlx5_0/1'],
+        ['ib_send_bw b mlx5_0/1 -> c mlx5_0/1', 'ib_send_bw d mlx5_0/1 -> e mlx5_0/1'],
+        ['ib_send_bw e mlx5_0/1 -> a mlx5_0/1']]
 
 
 def qdr_plan():
@@ -109,12 +134,15 @@ def qdr_plan():
     return acceptance_ib_pairs(topologies)
 
 
-def records(attempts, bw=BW_CLIENT, lat=LAT_CLIENT, rc=0):
-    name = 'a mlx5_0/1 -> b mlx5_0/1'
+def records(attempts, settings=None, bw=None, plan=None):
+    """The figures of every run's client as the hook keeps them: ib_send_bw's report per link (default BW_CLIENT)."""
+    settings = settings or SETTINGS
     out = []
     for attempt in range(1, attempts + 1):
-        out.append({'link': name, 'test': 'bw', 'attempt': attempt, 'rc': rc, 'stdout': bw, 'stderr': ''})
-        out.append({'link': name, 'test': 'lat', 'attempt': attempt, 'rc': rc, 'stdout': lat, 'stderr': ''})
+        for runs in acceptance_ib_runs(plan or qdr_plan(), settings):
+            for run in runs:
+                stdout = LAT_CLIENT if run['test'] == 'lat' else (bw or {}).get(run['link'], BW_CLIENT)
+                out += acceptance_ib_records([run], {run['client']: {'rc': 0, 'stdout': stdout, 'stderr': ''}}, attempt, settings)
     return out
 
 
@@ -126,7 +154,7 @@ def records(attempts, bw=BW_CLIENT, lat=LAT_CLIENT, rc=0):
     (3, 0.75, 0.5, 'fail', 'ib_send_lat 0.81 us > 0.5 us in all 3 attempts'),
 ])
 def test_link_verdict_against_the_line_rate(attempts, fraction, max_lat, status, reason):
-    links = acceptance_ib_links(records(attempts), qdr_plan(), SETTINGS, fraction, max_lat, 3)
+    links = acceptance_ib_links(records(attempts), qdr_plan(), fraction, max_lat, 3)
     assert [(link['status'], link['reason']) for link in links] == [(status, reason)]
     assert links[0]['threshold_gbps'] == pytest.approx(40 * fraction)
     assert links[0]['bw_gbps'] == pytest.approx(30.6455, rel=1e-4) and links[0]['latency_us'] == 0.81
@@ -134,12 +162,14 @@ def test_link_verdict_against_the_line_rate(attempts, fraction, max_lat, status,
 
 def test_a_miss_then_a_pass_passes_and_only_repeats_are_run_again():
     plan = qdr_plan()
-    first = acceptance_ib_links(records(1), plan, SETTINGS, 0.9)
-    assert acceptance_ib_runs(plan, SETTINGS, first)[0]['link'] == 'a mlx5_0/1 -> b mlx5_0/1'
-    second = records(1) + [dict(record, attempt=2) for record in records(1)]
-    # The second attempt's ib_send_bw row at 4096 bytes: 3498.37 MB/sec = 29.3464 Gb/s, above 0.7 x 40.
-    links = acceptance_ib_links(second, plan, dict(SETTINGS, bw_size=4096), 0.7)
+    missed = acceptance_ib_links(records(1), plan, 0.9)
+    assert names(acceptance_ib_runs(plan, SETTINGS, missed)) == [['ib_send_bw a mlx5_0/1 -> b mlx5_0/1'],
+                                                                ['ib_send_lat a mlx5_0/1 -> b mlx5_0/1']]
+    # Attempt 1 at 4096 bytes: 3498.37 MB/sec = 29.3465 Gb/s; attempt 2 at 65536 bytes: 30.6455 Gb/s >= 0.75 x 40.
+    both = records(1, dict(SETTINGS, bw_size=4096)) + [dict(record, attempt=2) for record in records(1)]
+    links = acceptance_ib_links(both, plan, 0.75)
     assert links[0]['status'] == 'pass' and links[0]['attempts'] == 2
+    assert links[0]['bw_values_gbps'] == pytest.approx([29.3465, 30.6455], rel=1e-5)
     assert acceptance_ib_runs(plan, SETTINGS, links) == []
 
 
@@ -151,26 +181,22 @@ def test_a_miss_then_a_pass_passes_and_only_repeats_are_run_again():
     ({'rc': 0, 'stdout': text('perftest', 'ib_send_bw_ib_ud_mbytes_sweep'), 'stderr': ''}, 'ib_send_bw printed no row for 65536 bytes'),
 ])
 def test_a_broken_run_fails_at_once_with_its_words(record, words):
-    broken = [dict(records(1)[0], **record), records(1)[1]]
-    links = acceptance_ib_links(broken, qdr_plan(), SETTINGS, 0.5)
+    bw_run = acceptance_ib_runs(qdr_plan(), SETTINGS)[0]
+    broken = acceptance_ib_records(bw_run, {'a': record}, 1, SETTINGS) + records(1)[1:]
+    links = acceptance_ib_links(broken, qdr_plan(), 0.5)
     assert links[0]['status'] == 'fail' and words in links[0]['reason']
 
 
 def test_the_fraction_must_be_a_share_of_the_line_rate():
     with pytest.raises(AnsibleFilterError, match=r'min_bw_fraction must be in \(0, 1\]'):
-        acceptance_ib_links([], qdr_plan(), SETTINGS, 1.5)
+        acceptance_ib_links([], qdr_plan(), 1.5)
 
 
 def test_node_check_names_the_pair_hca_and_figure_and_keeps_the_links():
     plan = acceptance_ib_pairs(hosts(a='a100_pcie', b='a100_pcie', c='a100_pcie'))
-    runs = acceptance_ib_runs(plan, SETTINGS)
     good = text('perftest', 'ib_write_bw_roce_gbits_bwmin_client')  # 65536 B: 368.48 Gb/s, passes 0.9 x 200
-    result = []
-    for run in runs:
-        low = run['link'].startswith('b ')
-        result.append({'link': run['link'], 'test': run['test'], 'attempt': 1, 'rc': 0, 'stderr': '',
-                       'stdout': LAT_CLIENT if run['test'] == 'lat' else (BW_CLIENT if low else good)})
-    links = acceptance_ib_links(result, plan, SETTINGS, 0.9, None, 1)
+    result = records(1, plan=plan, bw={'a mlx5_0/1 -> b mlx5_0/1': good, 'c mlx5_0/1 -> a mlx5_0/1': good})
+    links = acceptance_ib_links(result, plan, 0.9, None, 1)
     check_a = acceptance_ib_node_check(links, 'a')
     assert check_a['status'] == 'pass'
     assert check_a['reason'] == '2 port pairs passed: lowest ib_send_bw 368.5 Gb/s, highest ib_send_lat 0.81 us'
