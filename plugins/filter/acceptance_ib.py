@@ -254,14 +254,20 @@ def acceptance_ib_links(records, plan, min_bw_fraction=0.9, max_latency_us=None,
     return verdicts
 
 
-def acceptance_ib_node_check(links, node):
-    """The node's ``ib_send_bw_pairs`` check: the worst of the port pairs it is client or server of."""
+def acceptance_ib_node_check(links, node, plan=None):
+    """The node's ``ib_send_bw_pairs`` check: the worst of the port pairs it is client or server of.
+
+    With the ``plan``, ACTIVE ports of the node that found no partner on the other side are named (untested).
+    """
     own = [link for link in links or [] if node in (link['client'], link['server'])]
     keep = ('name', 'client', 'client_hca', 'client_port', 'server', 'server_hca', 'server_port', 'link_layer', 'rate_gbps',
             'threshold_gbps', 'bw_gbps', 'latency_us', 'attempts', 'status')
-    data = {'links': [{key: link.get(key) for key in keep} for link in own]}
+    untested = sorted({port for pair in (plan or {}).get('pairs') or [] for port in pair.get('unpaired') or []
+                       if port.split(' ')[0] == node})
+    data = {'links': [{key: link.get(key) for key in keep} for link in own], 'untested_ports': untested}
+    note = '; untested (no partner port): %s' % ', '.join(untested) if untested else ''
     if not own:
-        return dict(data, check='ib_send_bw_pairs', status='skip', reason='%s is in no tested pair' % node)
+        return dict(data, check='ib_send_bw_pairs', status='skip', reason='%s is in no tested pair%s' % (node, note))
     status = worst(link['status'] for link in own)
     if status in ('fail', 'repeat'):
         reason = '; '.join('%s: %s' % (link['name'], link['reason']) for link in own if link['status'] in ('fail', 'repeat'))
@@ -270,7 +276,7 @@ def acceptance_ib_node_check(links, node):
         lats = [link['latency_us'] for link in own if link['latency_us'] is not None]
         reason = '%d port pairs passed: lowest ib_send_bw %.1f Gb/s, highest ib_send_lat %.2f us' % (
             len(own), min(bws) if bws else 0, max(lats) if lats else 0)
-    return dict(data, check='ib_send_bw_pairs', status=status, reason=reason)
+    return dict(data, check='ib_send_bw_pairs', status=status, reason=reason + note)
 
 
 class FilterModule:

@@ -213,3 +213,15 @@ def test_the_inputs_are_not_changed():
     before = copy.deepcopy(topologies)
     acceptance_ib_runs(acceptance_ib_pairs(topologies), SETTINGS)
     assert topologies == before
+
+
+def test_ports_without_a_partner_are_named_untested():
+    # hgx_h100's 8 ports against a100_pcie's one: mlx5_0 pairs, the other 7 of a are untested.
+    plan = acceptance_ib_pairs(hosts(a='hgx_h100', b='a100_pcie'))
+    result = records(1, plan=plan, bw={'a mlx5_0/1 -> b mlx5_0/1': text('perftest', 'ib_write_bw_roce_gbits_bwmin_client')})
+    links = acceptance_ib_links(result, plan, 0.9, None, 1)
+    check_a = acceptance_ib_node_check(links, 'a', plan)
+    assert check_a['status'] == 'pass' and check_a['untested_ports'] == ['a mlx5_%d/1' % index for index in range(1, 8)]
+    assert check_a['reason'].endswith('; untested (no partner port): a mlx5_1/1, a mlx5_2/1, a mlx5_3/1, a mlx5_4/1, '
+                                      'a mlx5_5/1, a mlx5_6/1, a mlx5_7/1')
+    assert acceptance_ib_node_check(links, 'b', plan)['untested_ports'] == []
