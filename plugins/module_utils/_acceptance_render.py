@@ -29,6 +29,14 @@ def _ib(node):
     return next((check for check in node['checks'] if check['check'] == 'ib_ports'), None)
 
 
+def _ib_pairs(node):
+    return next((check for check in node['checks'] if check['check'] == 'ib_send_bw_pairs'), None)
+
+
+def _number(value, digits):
+    return '-' if value is None else '%.*f' % (digits, value)
+
+
 def _cell(text):
     return str(text).replace('|', '\\|').replace('\n', ' ')
 
@@ -89,6 +97,14 @@ def markdown(report, images=None):
         if ib and ib.get('ports'):
             out += ['', '| IB port | state | rate |', '|---|---|---|']
             out += ['| %s/%s | %s | %s |' % (port['device'], port['port'], port['state'], port['rate']) for port in ib['ports']]
+        pairs = _ib_pairs(node)
+        if pairs and pairs.get('links'):
+            out += ['', '| perftest port pair | rate (Gb/s) | threshold (Gb/s) | ib_send_bw (Gb/s) | ib_send_lat (us) | status |',
+                    '|---|---|---|---|---|---|']
+            for link in pairs['links']:
+                out.append('| %s | %g | %s | %s | %s | %s |' % (
+                    _cell(link['name']), link['rate_gbps'], _number(link['threshold_gbps'], 1), _number(link['bw_gbps'], 1),
+                    _number(link['latency_us'], 2), MARK[link['status']]))
         if node['name'] in images:
             out += ['', '![busbw of %s](%s)' % (node['name'], images[node['name']])]
     if 'ib' in images:
@@ -119,6 +135,22 @@ def ib_series(report):
             labels.append('%s %s/%s' % (node['name'], port['device'], port['port']))
             rates.append(port['rate_gbps'] if port['state'] == 'ACTIVE' else 0.0)
     return labels, rates
+
+
+def ib_measured_series(report):
+    """(ib_send_bw Gb/s, threshold Gb/s) per port of ib_series, from the port pairs the port took part in (the lowest
+    figure, with that pair's threshold); None where the port was not tested."""
+    measured, thresholds = [], []
+    for node in report.get('nodes', []):
+        links = (_ib_pairs(node) or {}).get('links') or []
+        for port in ((_ib(node) or {}).get('ports') or []):
+            own = [link for link in links if link.get('bw_gbps') is not None and (
+                (link['client'], link['client_hca'], link['client_port']) == (node['name'], port['device'], port['port'])
+                or (link['server'], link['server_hca'], link['server_port']) == (node['name'], port['device'], port['port']))]
+            lowest = min(own, key=lambda link: link['bw_gbps']) if own else None
+            measured.append(lowest['bw_gbps'] if lowest else None)
+            thresholds.append(lowest['threshold_gbps'] if lowest else None)
+    return measured, thresholds
 
 
 def write_pngs(report, dest, basename):
@@ -157,12 +189,23 @@ def write_pngs(report, dest, basename):
         written[node['name']] = name
     labels, rates = ib_series(report)
     if labels:
+        measured, limits = ib_measured_series(report)
         figure, axes = pyplot.subplots(figsize=(max(6, 0.5 * len(labels) + 2), 4.5))
-        axes.bar(range(len(labels)), rates)
-        axes.set_xticks(range(len(labels)))
+        positions = list(range(len(labels)))
+        if any(value is not None for value in measured):
+            axes.bar([x - 0.2 for x in positions], rates, width=0.4, label='link rate')
+            axes.bar([x + 0.2 for x in positions], [value or 0.0 for value in measured], width=0.4, label='ib_send_bw (lowest pair)')
+            judged = [(x, limit) for x, limit in zip(positions, limits) if limit is not None]
+            axes.hlines([limit for _x, limit in judged], [x for x, _limit in judged], [x + 0.4 for x, _limit in judged],
+                        colors='red', linewidth=2, label='threshold')
+            axes.set_ylim(0, 1.25 * max([1.0] + rates + [value for value in measured if value is not None]))
+            axes.legend(loc='upper right', ncol=3)
+        else:
+            axes.bar(positions, rates)
+        axes.set_xticks(positions)
         axes.set_xticklabels(labels, rotation=60, ha='right')
-        axes.set_ylabel('link rate (Gb/s, 0 = not ACTIVE)')
-        axes.set_title('InfiniBand ports')
+        axes.set_ylabel('Gb/s (link rate 0 = not ACTIVE)')
+        axes.set_title('InfiniBand ports: link rate and measured bandwidth')
         figure.tight_layout()
         name = '%s-ib-ports.png' % basename
         figure.savefig(os.path.join(dest, name), metadata={'Software': None})

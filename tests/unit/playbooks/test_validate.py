@@ -77,7 +77,9 @@ def test_validate_writes_the_report_and_fails_on_the_failing_node(tmp_path):
     # The built-in job hooks say why they did not run; a hook nobody provides is "not configured".
     assert checks_b['mpi']['status'] == 'skip' and checks_b['mpi']['reason'] == 'no host of the mpi group in this play'
     assert checks_b['ddp']['reason'] == 'no host of the pytorch group in this play'
-    assert checks_b['ib_send_bw_pairs']['reason'] == 'hook not configured (acceptance_hooks.ib_send_bw_pairs)'
+    assert checks_b['ib_send_bw_pairs']['reason'] == 'no ACTIVE InfiniBand port on this node'
+    checks_a = {check['check']: check for check in by_name['gpu-a']['checks']}
+    assert checks_a['ib_send_bw_pairs']['reason'] == 'only gpu-a has an ACTIVE RDMA port in this play: no pair to test'
     assert all(check['status'] == 'skip' and check['reason'] for check in by_name['cpu-c']['checks'])
     markdown = (out / 'acceptance.md').read_text(encoding='utf-8')
     assert '- **gpu-b** (FAIL)' in markdown and '| 4GiB | 343.3 | 343.3 | 343.3 | 291.0 | PASS |' in markdown

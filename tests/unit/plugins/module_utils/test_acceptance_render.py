@@ -66,3 +66,26 @@ def test_pngs_are_written_or_skipped_with_a_reason(report, tmp_path):
     assert skipped is None and set(written) == {'gpu-a', 'ib'}
     for name in written.values():
         assert (tmp_path / name).read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+
+
+def test_perftest_pairs_show_per_port_pair_and_per_port_next_to_the_threshold():
+    from acceptance_support import text, topology
+    from ansible_collections.trainstack.cluster.plugins.filter.acceptance import acceptance_node_checks, acceptance_report
+    from ansible_collections.trainstack.cluster.plugins.filter.acceptance_ib import (
+        acceptance_ib_links, acceptance_ib_node_check, acceptance_ib_pairs, acceptance_ib_records, acceptance_ib_runs)
+    facts = {'a': topology('a100_pcie'), 'b': topology('a100_pcie')}   # one HDR port each, 200 Gb/sec
+    settings = {'bw_size': 65536, 'lat_size': 2, 'tcp_port': 18515, 'timeout_s': 60}
+    plan = acceptance_ib_pairs(facts)
+    # Real client reports: ib_send_bw at 65536 bytes 3653.23 MB/sec = 30.6 Gb/s; ib_send_lat t_typical 0.81 us.
+    reports = {'bw': text('perftest', 'ib_send_bw_ib_rc_mbytes_sweep_client'), 'lat': text('perftest', 'ib_send_lat_ib_ud_sweep_client')}
+    records = [record for runs in acceptance_ib_runs(plan, settings) for run in runs
+               for record in acceptance_ib_records([run], {'a': {'rc': 0, 'stdout': reports[run['test']]}}, 1, settings)]
+    links = acceptance_ib_links(records, plan, 0.9, None, 3)
+    report = acceptance_report([{'name': name, 'checks': acceptance_node_checks(facts[name]),
+                                 'hooks': [acceptance_ib_node_check(links, name)]} for name in ('a', 'b')])
+    text_md = render.markdown(report)
+    assert '| a mlx5_0/1 -> b mlx5_0/1 | 200 | 180.0 | 30.6 | 0.81 | REPEAT |' in text_md
+    labels, rates = render.ib_series(report)
+    measured, limits = render.ib_measured_series(report)
+    assert labels == ['a mlx5_0/1', 'b mlx5_0/1'] and rates == [200.0, 200.0]
+    assert [round(value, 2) for value in measured] == [30.65, 30.65] and limits == [180.0, 180.0]
