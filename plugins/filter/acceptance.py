@@ -70,7 +70,7 @@ def acceptance_parse_allreduce(text):
     if text is None or not str(text).strip():
         return {'tool': None, 'rows': [], 'complete': False, 'errors': ['no output'], 'wrong': 0, 'world_size': None}
     text = str(text)
-    if 'size_MiB=' in text or 'size_MB=' in text:
+    if _torch_allreduce.recognises(text):
         try:
             parsed = _torch_allreduce.parse(text)
         except ValueError as error:

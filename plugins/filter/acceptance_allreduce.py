@@ -119,8 +119,7 @@ def acceptance_nccl_compare(outputs, order=None):
         result['sizes'].append({'bytes': size, 'label': size_label(size), 'busbw': busbw, 'gain_pct': gains, 'best': winner,
                                 'best_gain_pct': gains.get(winner, 0.0)})
     for name in tuned:
-        gains = [_gain(best[name][size], best[DEFAULT][size]) for size in common]
-        gains = [gain for gain in gains if gain is not None]
+        gains = [(best[name][size] - best[DEFAULT][size]) / best[DEFAULT][size] * 100 for size in common if best[DEFAULT][size]]
         result['overall'][name] = {'mean_gain_pct': round(sum(gains) / len(gains), 1) if gains else None,
                                    'sizes_won': sum(1 for entry in result['sizes'] if entry['best'] == name)}
     ranked = sorted((stats['mean_gain_pct'], name) for name, stats in result['overall'].items() if stats['mean_gain_pct'] is not None)
@@ -161,9 +160,10 @@ def acceptance_allreduce_result(outputs, check, nodes=None, order=None):
     if problems:
         return dict(data, check=check, status='fail', reason='; '.join(problems))
     largest = run['rows'][-1]
-    reason = '%s, %s ranks on %s: %d sizes, busbw %.2f GB/s at %s' % (
-        data['backend'] or 'nccl', data['world_size'], ', '.join(data['hosts'] or ['?']), len(run['rows']), largest['busbw'],
-        size_label(largest['bytes']))
+    who = ' '.join(part for part in ('%s ranks' % data['world_size'] if data['world_size'] else '',
+                                      'on ' + ', '.join(data['hosts']) if data['hosts'] else '') if part)
+    reason = '%s%s: %d sizes, busbw %.2f GB/s at %s' % (data['backend'] or 'nccl', ', ' + who if who else '', len(run['rows']),
+                                                       largest['busbw'], size_label(largest['bytes']))
     if len(texts) > 1:
         reason += ' (attempt %d)' % len(texts)
     if 'comparison' in data:

@@ -24,6 +24,12 @@ _RESULT = re.compile(r'^size_MB=|^size_MiB=')
 _FLOAT = re.compile(r'^[0-9]+(?:\.[0-9]+)?$')
 
 
+def recognises(text):
+    """Whether text is this tool's output (a result line or its header), not nccl-tests'."""
+    return any(_RESULT.match(line.strip()) or _HEADER.match(line.strip()) or _HEADER_BACKEND.match(line.strip())
+               for line in (text or '').splitlines())
+
+
 class TorchAllreduceParseError(ValueError):
     """The text holds no well-formed all-reduce result line."""
 
