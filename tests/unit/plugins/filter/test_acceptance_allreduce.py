@@ -78,6 +78,16 @@ def test_a_broken_set_is_listed_and_left_out():
     assert nothing['sizes'] == [] and nothing['reason'].startswith('the default run failed')
 
 
+def test_sets_on_gloo_are_flagged_as_noise():
+    gloo = fixture('gloo_2nodes_slurm')
+    # The same real run as default and as a set: every gain is 0, and gloo reads no NCCL setting anyway.
+    result = acceptance_nccl_compare({'default': [gloo], 'proto_simple': [gloo]})
+    assert [entry['gain_pct'] for entry in result['sizes']] == [{'proto_simple': 0.0}] * 4
+    assert result['best'] == 'default'
+    assert result['reason'] == ('gloo ignores NCCL settings, differences are noise: '
+                                'the default environment is best: no set gains on average over 4 sizes')
+
+
 def test_the_hook_result_on_a_real_run():
     result = acceptance_allreduce_result({'default': [DEFAULT]}, 'nccl_allreduce_single_node')
     # The probe's run has no header: backend and ranks unknown, the largest size is 4 GiB at 343.3 GB/s.
@@ -89,13 +99,13 @@ def test_the_hook_result_on_a_real_run():
 
 
 def test_the_hook_result_fails_on_a_broken_run_or_a_missing_node():
-    header = 'torch 2.13.0+cpu backend gloo world_size 2 nccl none hosts tsm-node1,tsm-node2\n'
-    line = 'size_MiB=1 time_us=2000.0 algbw_GBs=0.52 busbw_GBs=0.52\n'
-    good = acceptance_allreduce_result({'default': [header + line]}, 'nccl_allreduce_multi_node', ['tsm-node1', 'tsm-node2'])
-    assert good['status'] == 'pass' and good['hosts'] == ['tsm-node1', 'tsm-node2']
-    assert good['reason'] == 'gloo, 2 ranks on tsm-node1, tsm-node2: 1 sizes, busbw 0.52 GB/s at 1MiB'
-    missing = acceptance_allreduce_result({'default': [header + line]}, 'nccl_allreduce_multi_node', ['tsm-node1', 'tsm-node3'])
+    gloo = fixture('gloo_2nodes_slurm')  # the real run across the container cluster's two nodes
+    good = acceptance_allreduce_result({'default': [gloo]}, 'nccl_allreduce_multi_node', ['tsm-node1', 'tsm-node2'])
+    assert good['status'] == 'pass' and good['hosts'] == ['tsm-node1', 'tsm-node2'] and good['backend'] == 'gloo'
+    assert good['reason'] == 'gloo, 2 ranks on tsm-node1, tsm-node2: 4 sizes, busbw 0.88 GB/s at 64MiB'
+    missing = acceptance_allreduce_result({'default': [gloo]}, 'nccl_allreduce_multi_node', ['tsm-node1', 'tsm-node3'])
     assert missing['status'] == 'fail' and missing['reason'] == 'no rank ran on tsm-node3'
+    header = 'torch 2.13.0+cpu backend gloo world_size 2 nccl none hosts tsm-node1,tsm-node2\n'
     wrong = acceptance_allreduce_result({'default': [header + 'ERROR all-reduce sum wrong at size_MiB 1: 5 values differ from 3\n']},
                                         'nccl_allreduce_multi_node')
     assert wrong['status'] == 'fail' and wrong['reason'].startswith('ERROR all-reduce sum wrong')
