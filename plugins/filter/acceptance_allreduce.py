@@ -163,10 +163,13 @@ def acceptance_allreduce_result(outputs, check, nodes=None, order=None):
     if problems:
         return dict(data, check=check, status='fail', reason='; '.join(problems))
     largest = run['rows'][-1]
-    who = ' '.join(part for part in ('%s ranks' % data['world_size'] if data['world_size'] else '',
-                                      'on ' + ', '.join(data['hosts']) if data['hosts'] else '') if part)
-    reason = '%s%s: %d sizes, busbw %.2f GB/s at %s' % (data['backend'] or 'nccl', ', ' + who if who else '', len(run['rows']),
-                                                       largest['busbw'], size_label(largest['bytes']))
+    who = []
+    if data['world_size']:
+        who.append('%s ranks' % data['world_size'])
+    if data['hosts']:
+        who.append('on ' + ', '.join(data['hosts']))
+    reason = '%s%s: %d sizes, busbw %.2f GB/s at %s' % (
+        data['backend'] or 'nccl', ', ' + ' '.join(who) if who else '', len(run['rows']), largest['busbw'], size_label(largest['bytes']))
     if len(texts) > 1:
         reason += ' (attempt %d)' % len(texts)
     if 'comparison' in data:

@@ -172,14 +172,14 @@ def fake_torch_python(tmp_path, outputs):
 
 
 def test_the_single_node_all_reduce_repeats_a_miss_then_compares_the_tuned_set(tmp_path):
-    # 4GiB at 344 GB/s (16MiB and 2GiB are not in these runs): the default run (343.3) misses and is repeated; the second (the topology-file run, 344.7)
-    # passes; then the tuned set runs once.
+    # 4GiB at 344 GB/s (16MiB and 2GiB are not in these runs): the default run (343.3) misses and is repeated;
+    # the second (the topology-file run, 344.7) passes; then the tuned set runs once.
     paths, calls = fake_torch_python(tmp_path, ['h200x2_probe_default', 'h200x2_probe_topofile', 'h200x2_probe_topofile'])
-    proc, _report, out = run_validate(tmp_path, '-e', json.dumps(dict(paths, acceptance_fail_on_error=False, acceptance_allreduce_logs=[],
-                                                                     acceptance_builtin_hooks=['nccl_allreduce_single_node'],
-                                                                     acceptance_busbw_overrides={'16MiB': None, '2GiB': None, '4GiB': 344.0},
-                                                                     acceptance_nccl_tuned_environments={
-                                                                         'topofile': {'NCCL_TOPO_FILE': '/etc/nccl/topology.xml'}})),
+    options = dict(paths, acceptance_fail_on_error=False, acceptance_allreduce_logs=[],
+                   acceptance_builtin_hooks=['nccl_allreduce_single_node'],
+                   acceptance_busbw_overrides={'16MiB': None, '2GiB': None, '4GiB': 344.0},
+                   acceptance_nccl_tuned_environments={'topofile': {'NCCL_TOPO_FILE': '/etc/nccl/topology.xml'}})
+    proc, _report, out = run_validate(tmp_path, '-e', json.dumps(options),
                                       children={'pytorch': {'hosts': {'gpu-b': {}}}})
     assert proc.returncode == 0, proc.stderr
     runs = calls.read_text(encoding='utf-8').splitlines()
