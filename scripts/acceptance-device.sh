@@ -4,7 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 #
 # The single-node part of the acceptance suite on a live GPU host (made for the 1 x H200 device host:
-# Ubuntu 24.04, no systemd, no package registry): runs the PyTorch all-reduce (scripts/gpu_allreduce.py)
+# Ubuntu 24.04, no systemd, no package registry): runs the PyTorch all-reduce (the pytorch role's
+# roles/pytorch/files/allreduce_bench.py)
 # ATTEMPTS times at 1 MiB .. MAX_MIB, then playbooks/validate.yml against localhost with the host's own
 # GPU count, model and driver as the expected values and those runs as the all-reduce results. Changes
 # nothing on the host. About 1-2 minutes.
@@ -42,9 +43,9 @@ say "## nvidia-smi: $GPUS x $MODEL, driver $DRIVER; persistence: $(grep -c 'Pers
 logs=()
 for attempt in $(seq 1 "$ATTEMPTS"); do
   log=$OUT/allreduce-$attempt.txt
-  TRAINSTACK_ALLOW_ONE_GPU=1 timeout 300 "$PY" "$REPO/scripts/gpu_allreduce.py" "$MAX_MIB" > "$log" 2>&1
+  timeout 300 "$PY" "$REPO/roles/pytorch/files/allreduce_bench.py" --allow-one-rank --max-mib "$MAX_MIB" > "$log" 2>&1
   say "INFO all-reduce attempt $attempt exit $?: $(grep -c '^size_MiB=' "$log") sizes"
-  grep '^size_MiB=\|^torch ' "$log" | sed 's/^/    /' | tee -a "$SUMMARY"
+  grep '^size_MiB=\|^torch \|^ERROR ' "$log" | sed 's/^/    /' | tee -a "$SUMMARY"
   logs+=("\"$log\"")
 done
 log_list=$(IFS=,; echo "${logs[*]}")

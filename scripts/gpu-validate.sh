@@ -59,7 +59,7 @@ say "## facts vs nvidia-smi and sysfs"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,GRAPH
 if [ -e /etc/nccl.conf ]; then mv /etc/nccl.conf "$WORK/nccl.conf.before"; say "INFO moved the existing /etc/nccl.conf aside"; fi
-NCCL_TOPO_DUMP_FILE=$WORK/dump-default.xml timeout 240 "$PY" "$REPO/scripts/gpu_allreduce.py" "$MAX_MIB" > "$OUT/allreduce-default.log" 2>&1
+NCCL_TOPO_DUMP_FILE=$WORK/dump-default.xml timeout 240 "$PY" "$REPO/roles/pytorch/files/allreduce_bench.py" --max-mib "$MAX_MIB" > "$OUT/allreduce-default.log" 2>&1
 say "INFO default run exit $?"
 
 # 4. The nccl role writes /etc/nccl/topology.xml and /etc/nccl.conf, as site.yml does; a second run
@@ -88,7 +88,7 @@ say "## /etc/nccl.conf"; sed 's/^/    /' "$CONF" | tee -a "$SUMMARY"
 
 # 5. All-reduce again: NCCL reads /etc/nccl.conf by itself (no NCCL_TOPO_FILE in the environment).
 NCCL_TOPO_DUMP_FILE=$WORK/dump-topofile.xml \
-  timeout 240 "$PY" "$REPO/scripts/gpu_allreduce.py" "$MAX_MIB" > "$OUT/allreduce-topofile.log" 2>&1
+  timeout 240 "$PY" "$REPO/roles/pytorch/files/allreduce_bench.py" --max-mib "$MAX_MIB" > "$OUT/allreduce-topofile.log" 2>&1
 say "INFO run with /etc/nccl.conf exit $?"
 cp "$WORK/dump-default.xml" "$OUT/dump-default.xml" 2>/dev/null
 cp "$WORK/dump-topofile.xml" "$OUT/dump-topofile.xml" 2>/dev/null

@@ -65,18 +65,20 @@ def _check(name, status, reason, **data):
 
 
 def acceptance_parse_allreduce(text):
-    """nccl-tests output or scripts/gpu_allreduce.py lines -> {'tool', 'rows': [{'bytes', 'busbw'}], 'complete', 'errors', 'wrong'}."""
+    """nccl-tests output or the pytorch role's allreduce_bench.py lines -> {'tool', 'rows': [{'bytes', 'busbw'}], 'complete',
+    'errors', 'wrong', 'world_size', 'backend', 'hosts'} (backend and hosts: allreduce_bench.py's header, else None)."""
     if text is None or not str(text).strip():
         return {'tool': None, 'rows': [], 'complete': False, 'errors': ['no output'], 'wrong': 0, 'world_size': None}
     text = str(text)
-    if 'size_MiB=' in text or 'size_MB=' in text:
+    if _torch_allreduce.recognises(text):
         try:
             parsed = _torch_allreduce.parse(text)
         except ValueError as error:
             return {'tool': 'pytorch', 'rows': [], 'complete': False, 'errors': [str(error)], 'wrong': 0, 'world_size': None}
         return {'tool': 'pytorch', 'rows': [{'bytes': row['bytes'], 'busbw': row['busbw'], 'algbw': row['algbw']}
                                             for row in parsed['rows']],
-                'complete': parsed['complete'], 'errors': parsed['errors'], 'wrong': 0, 'world_size': parsed['world_size']}
+                'complete': parsed['complete'], 'errors': parsed['errors'], 'wrong': 0, 'world_size': parsed['world_size'],
+                'backend': parsed['backend'], 'hosts': parsed['hosts']}
     try:
         parsed = _nccl_tests.parse(text)
     except ValueError as error:
@@ -124,7 +126,9 @@ def acceptance_busbw_verdict(runs, gpu_name, gpu_count, data, overrides=None):
     policy = (data or {}).get('policy', {})
     attempts = int(policy.get('attempts', 3))
     spread = float(policy.get('noisy_spread', 0.2))
-    thresholds, model, source = thresholds_for(data, gpu_name, gpu_count, overrides)
+    # gloo runs on CPUs: GPU thresholds do not apply to them.
+    gloo = any(run.get('backend') == 'gloo' for run in runs)
+    thresholds, model, source = ({}, None, None) if gloo else thresholds_for(data, gpu_name, gpu_count, overrides)
     measured, algbw = {}, {}
     for run in runs:
         for row in run.get('rows', []):
@@ -162,6 +166,9 @@ def acceptance_busbw_verdict(runs, gpu_name, gpu_count, data, overrides=None):
         run = broken[0]
         why = ('%d wrong values' % run['wrong']) if run.get('wrong') else '; '.join(run.get('errors') or ['the run did not finish'])
         return dict(base, status='fail', reason='all-reduce attempt failed: ' + why[:300])
+    if gloo:
+        world = next((run.get('world_size') for run in runs if run.get('world_size')), None)
+        return dict(base, status='info', reason='gloo on CPU, %s ranks: measured, not judged (thresholds are for GPUs)' % world)
     if gpu_count is not None and int(gpu_count) < 2 and not thresholds:
         return dict(base, status='info', reason='one GPU: busbw is 0 by definition (2(n-1)/n); measured, not judged')
     if not thresholds:
@@ -448,7 +455,8 @@ def acceptance_ddp_verdict(text, nodes, backend=None, rc=0, min_samples_per_s=No
 
 
 def acceptance_report(nodes, generated=None, meta=None):
-    """One report document from [{'name', 'checks': [...], 'allreduce': verdict or None, 'hooks': [...]}].
+    """One report document from [{'name', 'checks': [...], 'allreduce': verdict or None, 'allreduce_multi_node': verdict
+    or None, 'hooks': [...]}].
 
     ``nodes`` may also map host names to such dicts; a host mapped to None (it failed or was
     unreachable before its checks finished) is a failing node.
@@ -463,8 +471,7 @@ def acceptance_report(nodes, generated=None, meta=None):
         if not isinstance(node, dict) or not node.get('name'):
             _error('every node needs a name and its checks, got %r' % (node,))
         checks = list(node.get('checks') or [])
-        if node.get('allreduce'):
-            checks.append(node['allreduce'])
+        checks += [node[key] for key in ('allreduce', 'allreduce_multi_node') if node.get(key)]
         checks += [hook for hook in node.get('hooks') or [] if hook]
         status = worst(check['status'] for check in checks)
         reasons = ['%s: %s' % (check['check'], check['reason']) for check in checks if check['status'] in ('fail', 'repeat')]

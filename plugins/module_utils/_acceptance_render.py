@@ -21,8 +21,47 @@ def to_json(report):
     return json.dumps(report, indent=1, sort_keys=True) + '\n'
 
 
-def _allreduce(node):
-    return next((check for check in node['checks'] if check['check'] == 'allreduce_busbw'), None)
+# (verdict check, the hook whose NCCL environment sets are compared, PNG name part, title)
+SCOPES = (('allreduce_busbw', 'nccl_allreduce_single_node', '', 'All-reduce bus bandwidth'),
+          ('allreduce_busbw_multi_node', 'nccl_allreduce_multi_node', 'multi-node-', 'All-reduce bus bandwidth across nodes'))
+
+
+def _allreduce(node, name='allreduce_busbw'):
+    return next((check for check in node['checks'] if check['check'] == name), None)
+
+
+def _comparison(node, hook):
+    check = _allreduce(node, hook)
+    return (check or {}).get('comparison') or None
+
+
+def _busbw_table(allreduce, title):
+    out = ['', '%s (GB/s), %d attempt(s), thresholds: %s' % (
+        title, allreduce.get('attempts', 0), allreduce.get('threshold_source') or 'none'), '',
+        '| size | best busbw | attempts | best algbw | threshold | status |', '|---|---|---|---|---|---|']
+    for entry in allreduce['sizes']:
+        values = ', '.join('%.1f' % value for value in entry['values']) or '-'
+        out.append('| %s | %s | %s | %s | %s | %s%s |' % (
+            entry['label'], '-' if entry['best'] is None else '%.1f' % entry['best'], values,
+            '-' if entry.get('algbw_best') is None else '%.1f' % entry['algbw_best'],
+            '-' if entry['threshold'] is None else '%.1f' % entry['threshold'], MARK[entry['status']],
+            ' (noisy)' if entry.get('noisy') else ''))
+    return out
+
+
+def _comparison_table(comparison, hook):
+    """busbw per size of the default environment and each NCCL set, with the gain over the default."""
+    names = ['default'] + [name for name in comparison['sets'] if name not in comparison.get('failed', {})]
+    out = ['', 'NCCL environment sets (%s): %s' % (hook, comparison['reason']), '',
+           '| size | %s | best |' % ' | '.join(_cell(name) for name in names), '|---|%s---|' % ('---|' * len(names))]
+    for entry in comparison['sizes']:
+        cells = []
+        for name in names:
+            value = entry['busbw'].get(name)
+            gain = entry['gain_pct'].get(name)
+            cells.append('-' if value is None else '%.2f' % value + ('' if gain is None else ' (%+.1f %%)' % gain))
+        out.append('| %s | %s | %s |' % (entry['label'], ' | '.join(cells), _cell(entry['best'])))
+    return out
 
 
 def _ib(node):
@@ -81,18 +120,15 @@ def markdown(report, images=None):
         out += ['', '## %s: %s' % (node['name'], MARK[node['status']]), '', '| check | status | reason |', '|---|---|---|']
         for check in node['checks']:
             out.append('| %s | %s | %s |' % (check['check'], MARK[check['status']], _cell(check['reason'])))
-        allreduce = _allreduce(node)
-        if allreduce and allreduce.get('sizes'):
-            out += ['', 'All-reduce bus bandwidth (GB/s), %d attempt(s), thresholds: %s' % (
-                allreduce.get('attempts', 0), allreduce.get('threshold_source') or 'none'), '',
-                '| size | best busbw | attempts | best algbw | threshold | status |', '|---|---|---|---|---|---|']
-            for entry in allreduce['sizes']:
-                values = ', '.join('%.1f' % value for value in entry['values']) or '-'
-                out.append('| %s | %s | %s | %s | %s | %s%s |' % (
-                    entry['label'], '-' if entry['best'] is None else '%.1f' % entry['best'], values,
-                    '-' if entry.get('algbw_best') is None else '%.1f' % entry['algbw_best'],
-                    '-' if entry['threshold'] is None else '%.1f' % entry['threshold'], MARK[entry['status']],
-                    ' (noisy)' if entry.get('noisy') else ''))
+        for check_name, hook, part, title in SCOPES:
+            allreduce = _allreduce(node, check_name)
+            if allreduce and allreduce.get('sizes'):
+                out += _busbw_table(allreduce, title)
+            comparison = _comparison(node, hook)
+            if comparison and comparison.get('sizes'):
+                out += _comparison_table(comparison, hook)
+            if part and images.get(part + node['name']):
+                out += ['', '![busbw across nodes, seen from %s](%s)' % (node['name'], images[part + node['name']])]
         ib = _ib(node)
         if ib and ib.get('ports'):
             out += ['', '| IB port | state | rate |', '|---|---|---|']
@@ -116,9 +152,9 @@ def safe_name(name):
     return re.sub(r'[^A-Za-z0-9_.-]', '_', name)
 
 
-def busbw_series(node):
+def busbw_series(node, check='allreduce_busbw'):
     """(labels, best busbw, thresholds, best algbw) of a node's all-reduce sizes, smallest first; empty lists without sizes."""
-    allreduce = _allreduce(node)
+    allreduce = _allreduce(node, check)
     if not allreduce or not allreduce.get('sizes'):
         return [], [], [], []
     sizes = allreduce['sizes']
@@ -163,30 +199,38 @@ def write_pngs(report, dest, basename):
         return {}, 'PNG skipped: matplotlib is not installed on the controller (pip install matplotlib)'
     written = {}
     for node in report.get('nodes', []):
-        labels, best, thresholds, algbw = busbw_series(node)
-        if not labels:
-            continue
-        figure, axes = pyplot.subplots(figsize=(8, 4.5))
-        positions = list(range(len(labels)))
-        axes.plot(positions, [value if value is not None else float('nan') for value in best], marker='o', label='busbw (best attempt)')
-        if any(value is not None for value in algbw):
-            axes.plot(positions, [value if value is not None else float('nan') for value in algbw], marker='.', linestyle=':',
-                      color='grey', label='algbw (best attempt)')
-        if any(value is not None for value in thresholds):
-            axes.plot(positions, [value if value is not None else float('nan') for value in thresholds],
-                      marker='_', linestyle='--', color='red', label='threshold')
-        axes.set_xticks(positions)
-        axes.set_xticklabels(labels, rotation=45)
-        axes.set_xlabel('message size')
-        axes.set_ylabel('bus bandwidth (GB/s)')
-        axes.set_title('%s: all-reduce busbw (%s)' % (node['name'], node['status']))
-        axes.grid(True, alpha=0.3)
-        axes.legend()
-        figure.tight_layout()
-        name = '%s-busbw-%s.png' % (basename, safe_name(node['name']))
-        figure.savefig(os.path.join(dest, name), metadata={'Software': None})
-        pyplot.close(figure)
-        written[node['name']] = name
+        for check, hook, part, title in SCOPES:
+            labels, best, thresholds, algbw = busbw_series(node, check)
+            if not labels:
+                continue
+            figure, axes = pyplot.subplots(figsize=(8, 4.5))
+            positions = list(range(len(labels)))
+            axes.plot(positions, [value if value is not None else float('nan') for value in best], marker='o', label='busbw (best attempt)')
+            if any(value is not None for value in algbw):
+                axes.plot(positions, [value if value is not None else float('nan') for value in algbw], marker='.', linestyle=':',
+                          color='grey', label='algbw (best attempt)')
+            if any(value is not None for value in thresholds):
+                axes.plot(positions, [value if value is not None else float('nan') for value in thresholds],
+                          marker='_', linestyle='--', color='red', label='threshold')
+            comparison = _comparison(node, hook) or {}
+            by_size = {entry['label']: entry['busbw'] for entry in comparison.get('sizes', [])}
+            for set_name in comparison.get('sets', []):
+                values = [by_size.get(label, {}).get(set_name) for label in labels]
+                if any(value is not None for value in values):
+                    axes.plot(positions, [value if value is not None else float('nan') for value in values], marker='x',
+                              linestyle='-.', label='busbw, ' + set_name)
+            axes.set_xticks(positions)
+            axes.set_xticklabels(labels, rotation=45)
+            axes.set_xlabel('message size')
+            axes.set_ylabel('bus bandwidth (GB/s)')
+            axes.set_title('%s: %s (%s)' % (node['name'], title.lower(), node['status']))
+            axes.grid(True, alpha=0.3)
+            axes.legend()
+            figure.tight_layout()
+            name = '%s-busbw-%s%s.png' % (basename, part, safe_name(node['name']))
+            figure.savefig(os.path.join(dest, name), metadata={'Software': None})
+            pyplot.close(figure)
+            written[part + node['name']] = name
     labels, rates = ib_series(report)
     if labels:
         measured, limits = ib_measured_series(report)

@@ -154,3 +154,80 @@ def test_a_scratch_directory_that_would_remove_a_system_tree_is_refused_before_a
         failed = next(iter(task_results(report, 'Check the paths and the time limit of the built-in job hooks').values()))
         assert failed['failed'] and 'acceptance_scratch_dir' in failed['msg'] and words in failed['msg'], failed['msg']
         assert not out.exists()
+
+
+def fake_torch_python(tmp_path, outputs):
+    """A stand-in for the torch interpreter of the launcher configuration: `-c` (the import check) succeeds; a run of
+    the benchmark prints the next recorded real output (tests/unit/fixtures/torch_allreduce) and logs its NCCL_* environment.
+    No torch here: this replays the real tool's recorded runs."""
+    queue = tmp_path / 'queue'
+    queue.write_text(''.join(fixture('torch_allreduce', name + '.txt') + '\n' for name in outputs))
+    calls = tmp_path / 'calls.log'
+    python = tmp_path / 'python'
+    python.write_text('#!/bin/sh\n[ "$1" = -c ] && exit 0\n'
+                      'echo "$* $(env | grep ^NCCL_ | sort | tr \'\\n\' \' \')" >> %s\n'
+                      'cat "$(head -n 1 %s)"; sed -i 1d %s\n' % (calls, queue, queue))
+    python.chmod(0o755)
+    config = tmp_path / 'pytorch-launch.json'
+    config.write_text(json.dumps({'python': str(python)}))
+    return {'pytorch_launch_config_path': str(config), 'pytorch_share_dir': os.path.join(ROOT, 'roles', 'pytorch', 'files')}, calls
+
+
+def test_the_single_node_all_reduce_repeats_a_miss_then_compares_the_tuned_set(tmp_path):
+    # 4GiB at 344 GB/s (16MiB and 2GiB are not in these runs): the default run (343.3) misses and is repeated;
+    # the second (the topology-file run, 344.7) passes; then the tuned set runs once.
+    paths, calls = fake_torch_python(tmp_path, ['h200x2_probe_default', 'h200x2_probe_topofile', 'h200x2_probe_topofile'])
+    options = dict(paths, acceptance_fail_on_error=False, acceptance_allreduce_logs=[],
+                   acceptance_builtin_hooks=['nccl_allreduce_single_node'],
+                   acceptance_busbw_overrides={'16MiB': None, '2GiB': None, '4GiB': 344.0},
+                   acceptance_nccl_tuned_environments={'topofile': {'NCCL_TOPO_FILE': '/etc/nccl/topology.xml'}})
+    proc, _report, out = run_validate(tmp_path, '-e', json.dumps(options),
+                                      children={'pytorch': {'hosts': {'gpu-b': {}}}})
+    assert proc.returncode == 0, proc.stderr
+    runs = calls.read_text(encoding='utf-8').splitlines()
+    tool = os.path.join(ROOT, 'roles', 'pytorch', 'files', 'allreduce_bench.py') + ' --allow-one-rank'
+    assert [line.strip() for line in runs] == [tool, tool, tool + ' NCCL_TOPO_FILE=/etc/nccl/topology.xml']
+    document = json.loads((out / 'acceptance.json').read_text(encoding='utf-8'))
+    checks = {node['name']: {check['check']: check for check in node['checks']} for node in document['nodes']}
+    verdict = next(entry for entry in checks['gpu-b']['allreduce_busbw']['sizes'] if entry['label'] == '4GiB')
+    assert verdict['values'] == [343.3, 344.7] and verdict['status'] == 'pass' and 'passed on attempt 2' in verdict['reason']
+    hook = checks['gpu-b']['nccl_allreduce_single_node']
+    assert hook['status'] == 'pass' and hook['attempts'] == 2
+    # The tuned set's run is the topology-file run again; the baseline is the best of both default attempts:
+    # 1MiB 22.5 (attempt 1) against 21.8 = -3.1 %, 4GiB 344.7 (attempt 2) against 344.7 = 0.
+    assert hook['comparison']['sets'] == ['topofile'] and hook['comparison']['failed'] == {}
+    gains = {entry['label']: entry['gain_pct']['topofile'] for entry in hook['comparison']['sizes']}
+    assert (gains['1MiB'], gains['4GiB']) == (-3.1, 0.0)
+    assert checks['gpu-a']['nccl_allreduce_single_node']['reason'] == 'not in the pytorch group'
+    assert 'allreduce_busbw_multi_node' not in checks['gpu-b']
+    assert '| size | default | topofile | best |' in (out / 'acceptance.md').read_text(encoding='utf-8')
+
+
+def test_the_all_reduce_hooks_skip_with_the_reason_that_applies(tmp_path):
+    hooks = ['nccl_allreduce_single_node', 'nccl_allreduce_multi_node']
+    children = {'pytorch': {'hosts': {'gpu-a': {}}}, 'slurm_controller': {'hosts': {'cpu-c': {}}}}
+    options = {'acceptance_fail_on_error': False, 'acceptance_builtin_hooks': hooks,
+               'pytorch_launch_config_path': str(tmp_path / 'missing.json')}
+    proc, _report, out = run_validate(tmp_path, '-e', json.dumps(options), children=children)
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads((out / 'acceptance.json').read_text(encoding='utf-8'))
+    checks = {node['name']: {check['check']: check for check in node['checks']} for node in document['nodes']}
+    assert checks['gpu-a']['nccl_allreduce_single_node']['reason'].startswith('the PyTorch launcher configuration is not installed (')
+    assert checks['gpu-a']['nccl_allreduce_multi_node']['reason'].startswith('the all-reduce job is not installed on gpu-a (')
+    assert checks['cpu-c']['nccl_allreduce_single_node']['reason'] == 'not in the pytorch group'
+    assert checks['cpu-c']['nccl_allreduce_multi_node']['reason'] == 'not in the pytorch group'
+    (tmp_path / 'check').mkdir()
+    proc, report, _out = run_validate(tmp_path / 'check', '--check', '-e', json.dumps(options), children=children)
+    assert proc.returncode == 0, proc.stderr
+    results = task_results(report, 'Record the result of nccl_allreduce_multi_node')['gpu-a']
+    assert [hook['reason'] for hook in results['ansible_facts']['__acceptance_hook_results'][-2:]] == [
+        'check mode: nothing is run', 'check mode: no job is submitted']
+
+
+def test_a_forbidden_or_malformed_nccl_set_is_refused_before_any_check(tmp_path):
+    for case, (tuned, words) in enumerate((({'pin': {'NCCL_GRAPH_FILE': '/tmp/g.xml'}}, 'NCCL_GRAPH_FILE must never be set'),
+                                           ({'x': {'NCCL_ALGO': 'Ring Tree'}}, 'acceptance_nccl_tuned_environments.x.NCCL_ALGO contains'))):
+        (tmp_path / str(case)).mkdir()
+        proc, _report, out = run_validate(tmp_path / str(case), '-e', json.dumps({'acceptance_nccl_tuned_environments': tuned}))
+        assert proc.returncode == 2 and words in proc.stdout, proc.stdout[-2000:]
+        assert not out.exists()

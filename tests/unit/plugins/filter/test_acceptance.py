@@ -30,7 +30,7 @@ def fixture(tool, case):
 
 
 def pasted_runs():
-    """The two real 2 x H200 runs of docs/benchmarks/h200-nccl/summary.txt, as gpu_allreduce.py printed them.
+    """The two real 2 x H200 runs of docs/benchmarks/h200-nccl/summary.txt, as scripts/gpu_allreduce.py (now allreduce_bench.py) printed them.
 
     Column 1 is a whole result line of the default run; column 2 holds the busbw of the run with the
     topology file (time and algbw are not in the paste, busbw = algbw for 2 GPUs).
@@ -122,6 +122,15 @@ def test_one_gpu_and_unknown_models_are_measured_not_judged():
     unknown = acceptance_busbw_verdict([default], 'NVIDIA GeForce RTX 4090', 2, DATA)
     assert unknown['status'] == 'info' and 'no threshold for NVIDIA GeForce RTX 4090 x 2' in unknown['reason']
     assert acceptance_busbw_verdict([], 'NVIDIA H200', 2, DATA)['status'] == 'skip'
+
+
+def test_a_gloo_run_is_measured_not_judged_even_with_overrides():
+    text = ('torch 2.13.0+cpu backend gloo world_size 2 nccl none hosts tsm-node1,tsm-node2\n'
+            'size_MiB=1 time_us=2000.0 algbw_GBs=0.52 busbw_GBs=0.52\n')
+    verdict = acceptance_busbw_verdict([acceptance_parse_allreduce(text)], None, 0, DATA, {'1MiB': 10})
+    assert verdict['status'] == 'info' and verdict['reason'] == 'gloo on CPU, 2 ranks: measured, not judged (thresholds are for GPUs)'
+    assert [(entry['label'], entry['best'], entry['threshold'], entry['status']) for entry in verdict['sizes']] == [
+        ('1MiB', 0.52, None, 'info')]
 
 
 def test_published_8_gpu_references_are_in_the_table():

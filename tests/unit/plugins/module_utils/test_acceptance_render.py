@@ -9,7 +9,11 @@ import json
 
 import pytest
 
-from acceptance_support import recorded_report
+from acceptance_support import recorded_report, text, thresholds
+
+from ansible_collections.trainstack.cluster.plugins.filter.acceptance import (
+    acceptance_busbw_verdict, acceptance_parse_allreduce, acceptance_report)
+from ansible_collections.trainstack.cluster.plugins.filter.acceptance_allreduce import acceptance_allreduce_result
 
 from ansible_collections.trainstack.cluster.plugins.module_utils import _acceptance_render as render
 
@@ -89,3 +93,40 @@ def test_perftest_pairs_show_per_port_pair_and_per_port_next_to_the_threshold():
     measured, limits = render.ib_measured_series(report)
     assert labels == ['a mlx5_0/1', 'b mlx5_0/1'] and rates == [200.0, 200.0]
     assert [round(value, 2) for value in measured] == [30.65, 30.65] and limits == [180.0, 180.0]
+
+
+def tuned_report():
+    """One node with both all-reduce hooks' results: the probe's real default run, and its topology-file run as a
+    tuned NCCL environment set (single node); the same default run stands in for the run across nodes."""
+    default, topofile = text('torch_allreduce', 'h200x2_probe_default'), text('torch_allreduce', 'h200x2_probe_topofile')
+    run = acceptance_parse_allreduce(default)
+    node = {'name': 'gpu-a', 'gpu_name': 'NVIDIA H200', 'gpu_count': 2, 'checks': [],
+            'allreduce': acceptance_busbw_verdict([run], 'NVIDIA H200', 2, thresholds()),
+            'allreduce_multi_node': dict(acceptance_busbw_verdict([run], 'NVIDIA H200', 4, thresholds()),
+                                         check='allreduce_busbw_multi_node'),
+            'hooks': [acceptance_allreduce_result({'default': [default], 'topofile': [topofile]}, 'nccl_allreduce_single_node',
+                                                  None, ['topofile'])]}
+    return acceptance_report([node], '2026-12-02T04:00:00Z')
+
+
+def test_markdown_shows_the_run_across_nodes_and_the_environment_sets():
+    document = tuned_report()
+    assert [check['check'] for check in document['nodes'][0]['checks']] == [
+        'allreduce_busbw', 'allreduce_busbw_multi_node', 'nccl_allreduce_single_node']
+    markdown = render.markdown(document, {'multi-node-gpu-a': 'acceptance-busbw-multi-node-gpu-a.png'})
+    assert 'All-reduce bus bandwidth across nodes (GB/s), 1 attempt(s), thresholds: none' in markdown
+    assert ('NCCL environment sets (nccl_allreduce_single_node): the default environment is best: '
+            'no set gains on average over 6 sizes') in markdown
+    assert '| size | default | topofile | best |' in markdown
+    # 291.5 -> 296.5 GB/s: +1.7 %
+    assert '| 256MiB | 291.50 | 296.50 (+1.7 %) | topofile |' in markdown
+    assert '| 1MiB | 22.50 | 21.80 (-3.1 %) | default |' in markdown
+    assert '![busbw across nodes, seen from gpu-a](acceptance-busbw-multi-node-gpu-a.png)' in markdown
+
+
+def test_pngs_of_the_run_across_nodes_and_the_sets(tmp_path):
+    pytest.importorskip('matplotlib')
+    written, skipped = render.write_pngs(tuned_report(), str(tmp_path), 'acceptance')
+    assert skipped is None and written == {'gpu-a': 'acceptance-busbw-gpu-a.png',
+                                           'multi-node-gpu-a': 'acceptance-busbw-multi-node-gpu-a.png'}
+    assert (tmp_path / 'acceptance-busbw-multi-node-gpu-a.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'

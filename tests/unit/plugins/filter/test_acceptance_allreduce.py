@@ -1,0 +1,149 @@
+# Copyright (c) 2026, trainstack.cluster developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The all-reduce hooks' filters on real outputs: NCCL environment sets, their comparison, the hook result.
+
+The comparison uses the device probe's two real 2 x H200 runs (tests/unit/fixtures/torch_allreduce/README.md):
+NCCL's own detection ("default") and the same with the nccl role's NCCL_TOPO_FILE ("topofile"). Expected
+gains are worked out by hand from the busbw lines of the two files.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+from ansible.errors import AnsibleFilterError
+
+from corpus_support import FIXTURES
+
+from ansible_collections.trainstack.cluster.plugins.filter.acceptance_allreduce import (
+    acceptance_allreduce_result, acceptance_nccl_compare, acceptance_nccl_sets)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(FIXTURES)))
+MIB = 1024 * 1024
+
+
+def fixture(case):
+    with open(os.path.join(FIXTURES, 'torch_allreduce', case + '.txt'), encoding='utf-8') as handle:
+        return handle.read()
+
+
+DEFAULT = fixture('h200x2_probe_default')
+TOPOFILE = fixture('h200x2_probe_topofile')
+
+
+def test_the_topology_file_against_nccl_s_own_detection_per_size():
+    result = acceptance_nccl_compare({'default': [DEFAULT], 'topofile': [TOPOFILE]})
+    by_label = {entry['label']: entry for entry in result['sizes']}
+    # default | topofile busbw (GB/s): 1MiB 22.5 | 21.8, 8MiB 172.7 | 167.0, 64MiB 264.7 | 262.9,
+    # 256MiB 291.5 | 296.5, 1GiB 327.2 | 326.2, 4GiB 343.3 | 344.7
+    assert list(by_label) == ['1MiB', '8MiB', '64MiB', '256MiB', '1GiB', '4GiB']
+    # (21.8 - 22.5) / 22.5 = -3.11 %; (296.5 - 291.5) / 291.5 = +1.72 %; (344.7 - 343.3) / 343.3 = +0.41 %
+    assert by_label['1MiB']['gain_pct'] == {'topofile': -3.1}
+    assert by_label['8MiB']['gain_pct'] == {'topofile': -3.3}
+    assert by_label['256MiB']['gain_pct'] == {'topofile': 1.7}
+    assert by_label['4GiB']['gain_pct'] == {'topofile': 0.4}
+    assert by_label['256MiB']['busbw'] == {'default': 291.5, 'topofile': 296.5}
+    assert [by_label[label]['best'] for label in by_label] == ['default', 'default', 'default', 'topofile', 'default', 'topofile']
+    assert by_label['256MiB']['best_gain_pct'] == 1.7 and by_label['1MiB']['best_gain_pct'] == 0.0
+    # Mean of -3.11, -3.30, -0.68, +1.72, -0.31, +0.41 = -0.88 %: the default stays best overall.
+    assert result['overall'] == {'topofile': {'mean_gain_pct': -0.9, 'sizes_won': 2}}
+    assert result['best'] == 'default' and result['best_mean_gain_pct'] == 0.0
+    assert result['reason'] == 'the default environment is best: no set gains on average over 6 sizes'
+
+
+def test_a_set_that_gains_on_average_is_best_and_the_best_attempt_counts():
+    # Reversed roles: the topofile run as baseline, NCCL's own detection as the "tuned" set, two baseline attempts
+    # of which the better busbw per size counts (the same run twice: the same figures).
+    result = acceptance_nccl_compare({'default': [TOPOFILE, TOPOFILE], 'own': [DEFAULT]})
+    assert result['best'] == 'own'
+    # (22.5 - 21.8) / 21.8 = +3.21, (172.7 - 167.0) / 167.0 = +3.41, (264.7 - 262.9) / 262.9 = +0.68,
+    # (291.5 - 296.5) / 296.5 = -1.69, (327.2 - 326.2) / 326.2 = +0.31, (343.3 - 344.7) / 344.7 = -0.41: mean +0.92
+    assert result['best_mean_gain_pct'] == 0.9
+    assert result['reason'] == 'best set own: +0.9 % busbw on average over 6 sizes'
+
+
+def test_a_broken_set_is_listed_and_left_out():
+    broken = ('torch 2.13.0 backend nccl world_size 2 nccl 2.27.5 hosts gpu-01\n'
+              'Traceback (most recent call last):\nRuntimeError: NCCL error in: ProcessGroupNCCL.cpp\n')
+    result = acceptance_nccl_compare({'default': [DEFAULT], 'bad': [broken], 'topofile': [TOPOFILE]}, ['topofile', 'bad'])
+    assert result['sets'] == ['topofile', 'bad']
+    assert list(result['failed']) == ['bad'] and 'Traceback' in result['failed']['bad']
+    assert all('bad' not in entry['busbw'] for entry in result['sizes'])
+    assert result['reason'].endswith('; failed: bad')
+    nothing = acceptance_nccl_compare({'default': [broken], 'topofile': [TOPOFILE]})
+    assert nothing['sizes'] == [] and nothing['reason'].startswith('the default run failed')
+
+
+def test_sets_on_gloo_are_flagged_as_noise():
+    gloo = fixture('gloo_2nodes_slurm')
+    # The same real run as default and as a set: every gain is 0, and gloo reads no NCCL setting anyway.
+    result = acceptance_nccl_compare({'default': [gloo], 'proto_simple': [gloo]})
+    assert [entry['gain_pct'] for entry in result['sizes']] == [{'proto_simple': 0.0}] * 4
+    assert result['best'] == 'default'
+    assert result['reason'] == ('gloo ignores NCCL settings, differences are noise: '
+                                'the default environment is best: no set gains on average over 4 sizes')
+
+
+def test_the_hook_result_on_a_real_run():
+    result = acceptance_allreduce_result({'default': [DEFAULT]}, 'nccl_allreduce_single_node')
+    # The probe's run has no header: backend and ranks unknown, the largest size is 4 GiB at 343.3 GB/s.
+    assert result == {'check': 'nccl_allreduce_single_node', 'status': 'pass', 'backend': None, 'world_size': None,
+                      'hosts': None, 'attempts': 1, 'reason': 'nccl: 6 sizes, busbw 343.30 GB/s at 4GiB'}
+    tuned = acceptance_allreduce_result({'default': [DEFAULT], 'topofile': [TOPOFILE]}, 'nccl_allreduce_single_node')
+    assert tuned['comparison']['best'] == 'default'
+    assert tuned['reason'].endswith('; the default environment is best: no set gains on average over 6 sizes')
+
+
+def test_the_hook_result_fails_on_a_broken_run_or_a_missing_node():
+    gloo = fixture('gloo_2nodes_slurm')  # the real run across the container cluster's two nodes
+    good = acceptance_allreduce_result({'default': [gloo]}, 'nccl_allreduce_multi_node', ['tsm-node1', 'tsm-node2'])
+    assert good['status'] == 'pass' and good['hosts'] == ['tsm-node1', 'tsm-node2'] and good['backend'] == 'gloo'
+    assert good['reason'] == 'gloo, 2 ranks on tsm-node1, tsm-node2: 4 sizes, busbw 0.88 GB/s at 64MiB'
+    missing = acceptance_allreduce_result({'default': [gloo]}, 'nccl_allreduce_multi_node', ['tsm-node1', 'tsm-node3'])
+    assert missing['status'] == 'fail' and missing['reason'] == 'no rank ran on tsm-node3'
+    header = 'torch 2.13.0+cpu backend gloo world_size 2 nccl none hosts tsm-node1,tsm-node2\n'
+    wrong = acceptance_allreduce_result({'default': [header + 'ERROR all-reduce sum wrong at size_MiB 1: 5 values differ from 3\n']},
+                                        'nccl_allreduce_multi_node')
+    assert wrong['status'] == 'fail' and wrong['reason'].startswith('ERROR all-reduce sum wrong')
+    assert acceptance_allreduce_result({}, 'nccl_allreduce_single_node')['status'] == 'fail'
+
+
+def test_the_role_s_sweep_grid_gives_eight_sets_after_the_inventory_s():
+    with open(os.path.join(ROOT, 'roles', 'acceptance', 'vars', 'main.yml'), encoding='utf-8') as handle:
+        grid = yaml.safe_load(handle)['__acceptance_nccl_sweep_grid']
+    sets = acceptance_nccl_sets({'topofile': {'NCCL_TOPO_FILE': '/etc/nccl/topology.xml', 'NCCL_NVLS_ENABLE': 0}}, grid)
+    assert [entry['name'] for entry in sets] == [
+        'default', 'topofile', 'NCCL_MIN_CTAS=16', 'NCCL_MIN_CTAS=32', 'NCCL_BUFFSIZE=8388608', 'NCCL_BUFFSIZE=16777216',
+        'NCCL_PROTO=Simple', 'NCCL_PROTO=LL128', 'NCCL_ALGO=Ring', 'NCCL_ALGO=Tree']
+    assert sets[0]['environment'] == {}
+    # Environment values are strings (numbers as the inventory wrote them).
+    assert sets[1]['environment'] == {'NCCL_TOPO_FILE': '/etc/nccl/topology.xml', 'NCCL_NVLS_ENABLE': '0'}
+    assert sets[6]['environment'] == {'NCCL_PROTO': 'Simple'}
+    assert acceptance_nccl_sets({}, []) == [{'name': 'default', 'environment': {}}]
+
+
+@pytest.mark.parametrize('tuned, words', [
+    ({'pinned': {'NCCL_GRAPH_FILE': '/tmp/graph.xml'}}, 'acceptance_nccl_tuned_environments.pinned: NCCL_GRAPH_FILE must never be set'),
+    ({'conf': {'NCCL_CONF_FILE': '/tmp/nccl.conf'}}, 'NCCL_CONF_FILE must never be set'),
+    ({'odd': {'UCX_TLS': 'rc'}}, "acceptance_nccl_tuned_environments.odd: key 'UCX_TLS' is not an NCCL variable name"),
+    ({'two': {'NCCL_ALGO': 'Ring\nNCCL_PROTO=LL'}}, 'NCCL_ALGO must be a single line'),
+    ({'default': {'NCCL_ALGO': 'Ring'}}, 'reserved "default"'),
+    ({'empty': {}}, 'acceptance_nccl_tuned_environments.empty must be a non-empty mapping'),
+    ({'unset': {'NCCL_ALGO': None}}, 'a value must be set'),
+    (['NCCL_ALGO=Ring'], 'must map set names to NCCL settings'),
+])
+def test_bad_sets_are_refused_naming_the_variable_and_the_set(tuned, words):
+    with pytest.raises(AnsibleFilterError) as raised:
+        acceptance_nccl_sets(tuned, [])
+    assert words in str(raised.value)
+
+
+def test_a_bad_sweep_axis_is_refused():
+    with pytest.raises(AnsibleFilterError, match='one NCCL key with its list of values'):
+        acceptance_nccl_sets({}, [{'NCCL_ALGO': ['Ring'], 'NCCL_PROTO': ['LL']}])
+    with pytest.raises(AnsibleFilterError, match='set name .NCCL_ALGO=Ring. is used twice'):
+        acceptance_nccl_sets({'NCCL_ALGO=Ring': {'NCCL_ALGO': 'Ring'}}, [{'NCCL_ALGO': ['Ring']}])
