@@ -142,19 +142,21 @@ def acceptance_nccl_compare(outputs, order=None):
 def acceptance_allreduce_result(outputs, check, nodes=None, order=None):
     """The hook result of an all-reduce hook from its outputs per environment set ({'default': [texts], set: [texts]}).
 
-    Fails when the last default attempt broke (an error, no result line) or, given ``nodes``, did not run on
-    exactly those hosts; the per-size verdict is the acceptance_busbw_verdict check beside it. Carries
-    backend, world_size, hosts, attempts and, with tuned sets, the comparison (acceptance_nccl_compare).
+    Fails when the last default attempt broke (an error, no result line, a wrong result in nccl-tests' #wrong
+    column) or, given ``nodes``, did not run on exactly those hosts; the per-size verdict is the acceptance_busbw_verdict check beside it. Carries
+    tool (nccl-tests or pytorch), backend, world_size, hosts, attempts and, with tuned sets, the comparison (acceptance_nccl_compare).
     """
     texts = list((outputs or {}).get(DEFAULT) or [])
     if not texts:
         return {'check': check, 'status': 'fail', 'reason': 'no all-reduce output'}
     run = acceptance_parse_allreduce(texts[-1])
-    data = {'backend': run.get('backend'), 'world_size': run.get('world_size'), 'hosts': run.get('hosts'),
+    data = {'tool': run['tool'], 'backend': run.get('backend'), 'world_size': run.get('world_size'), 'hosts': run.get('hosts'),
             'attempts': len(texts)}
     problems = []
     if run['errors'] or not run['complete']:
         problems.append('; '.join(run['errors'] or ['no result line'])[:300])
+    if run['wrong']:
+        problems.append('%d wrong result(s) in nccl-tests\' #wrong column' % run['wrong'])
     missing = sorted(set(nodes or []) - set(run.get('hosts') or []))
     if nodes and missing:
         problems.append('no rank ran on %s' % ', '.join(missing))
@@ -168,8 +170,9 @@ def acceptance_allreduce_result(outputs, check, nodes=None, order=None):
         who.append('%s ranks' % data['world_size'])
     if data['hosts']:
         who.append('on ' + ', '.join(data['hosts']))
+    tool = 'nccl-tests all_reduce_perf' if run['tool'] == 'nccl-tests' else data['backend'] or 'nccl'
     reason = '%s%s: %d sizes, busbw %.2f GB/s at %s' % (
-        data['backend'] or 'nccl', ', ' + ' '.join(who) if who else '', len(run['rows']), largest['busbw'], size_label(largest['bytes']))
+        tool, ', ' + ' '.join(who) if who else '', len(run['rows']), largest['busbw'], size_label(largest['bytes']))
     if len(texts) > 1:
         reason += ' (attempt %d)' % len(texts)
     if 'comparison' in data:

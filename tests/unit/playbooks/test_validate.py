@@ -203,6 +203,35 @@ def test_the_single_node_all_reduce_repeats_a_miss_then_compares_the_tuned_set(t
     assert '| size | default | topofile | best |' in (out / 'acceptance.md').read_text(encoding='utf-8')
 
 
+def test_the_single_node_all_reduce_runs_nccl_tests_where_it_is_installed(tmp_path):
+    """A stand-in all_reduce_perf replays a real nccl-tests run (2 x A100, tests/unit/fixtures/nccl_tests; no GPU here)
+    and logs its arguments and NCCL_* environment: where nccl-tests is installed it runs instead of the PyTorch
+    benchmark, on every GPU of the node, and torch is not needed (no launcher configuration here)."""
+    calls = tmp_path / 'calls.log'
+    tool = tmp_path / 'all_reduce_perf'
+    tool.write_text('#!/bin/sh\necho "$* $(env | grep ^NCCL_ | sort | tr \'\\n\' \' \')" >> %s\ncat %s\n'
+                    % (calls, fixture('nccl_tests', 'all_reduce_a100_2gpu_info_interleaved.txt')))
+    tool.chmod(0o755)
+    no_thresholds = {size: None for size in ('16MiB', '64MiB', '256MiB', '1GiB', '2GiB', '4GiB')}
+    options = {'acceptance_fail_on_error': False, 'acceptance_allreduce_logs': [], 'acceptance_nccl_tests_path': str(tool),
+               'acceptance_builtin_hooks': ['nccl_allreduce_single_node'], 'acceptance_busbw_overrides': no_thresholds,
+               'pytorch_launch_config_path': str(tmp_path / 'missing.json'),
+               'acceptance_nccl_tuned_environments': {'buffsize': {'NCCL_BUFFSIZE': 8388608}}}
+    proc, _report, out = run_validate(tmp_path, '-e', json.dumps(options),
+                                      children={'pytorch': {'hosts': {'gpu-b': {}, 'cpu-c': {}}}})
+    assert proc.returncode == 0, proc.stderr
+    # gpu-b has 2 GPUs (h200_vm); cpu-c has none, so it looks for the PyTorch benchmark instead and says why it cannot.
+    assert [line.strip() for line in calls.read_text(encoding='utf-8').splitlines()] == [
+        '-b 1M -e 4096M -f 4 -g 2 -c 1', '-b 1M -e 4096M -f 4 -g 2 -c 1 NCCL_BUFFSIZE=8388608']
+    document = json.loads((out / 'acceptance.json').read_text(encoding='utf-8'))
+    checks = {node['name']: {check['check']: check for check in node['checks']} for node in document['nodes']}
+    hook = checks['gpu-b']['nccl_allreduce_single_node']
+    assert hook['status'] == 'pass' and hook['tool'] == 'nccl-tests'
+    assert hook['reason'].startswith('nccl-tests all_reduce_perf: 3 sizes, busbw 192.43 GB/s at 512MiB; ')
+    assert [entry['label'] for entry in checks['gpu-b']['allreduce_busbw']['sizes']] == ['128MiB', '256MiB', '512MiB']
+    assert checks['cpu-c']['nccl_allreduce_single_node']['reason'].startswith('the PyTorch launcher configuration is not installed (')
+
+
 def test_the_all_reduce_hooks_skip_with_the_reason_that_applies(tmp_path):
     hooks = ['nccl_allreduce_single_node', 'nccl_allreduce_multi_node']
     children = {'pytorch': {'hosts': {'gpu-a': {}}}, 'slurm_controller': {'hosts': {'cpu-c': {}}}}

@@ -91,11 +91,35 @@ def test_sets_on_gloo_are_flagged_as_noise():
 def test_the_hook_result_on_a_real_run():
     result = acceptance_allreduce_result({'default': [DEFAULT]}, 'nccl_allreduce_single_node')
     # The probe's run has no header: backend and ranks unknown, the largest size is 4 GiB at 343.3 GB/s.
-    assert result == {'check': 'nccl_allreduce_single_node', 'status': 'pass', 'backend': None, 'world_size': None,
+    assert result == {'check': 'nccl_allreduce_single_node', 'status': 'pass', 'tool': 'pytorch', 'backend': None, 'world_size': None,
                       'hosts': None, 'attempts': 1, 'reason': 'nccl: 6 sizes, busbw 343.30 GB/s at 4GiB'}
     tuned = acceptance_allreduce_result({'default': [DEFAULT], 'topofile': [TOPOFILE]}, 'nccl_allreduce_single_node')
     assert tuned['comparison']['best'] == 'default'
     assert tuned['reason'].endswith('; the default environment is best: no set gains on average over 6 sizes')
+
+
+def nccl_tests_output(case):
+    with open(os.path.join(FIXTURES, 'nccl_tests', case + '.txt'), encoding='utf-8') as handle:
+        return handle.read()
+
+
+def test_the_hook_result_on_real_nccl_tests_runs():
+    # 2 x A100 on one node, 128 MiB .. 512 MiB: the last row's out-of-place busbw is 192.43 GB/s.
+    a100 = nccl_tests_output('all_reduce_a100_2gpu_info_interleaved')
+    result = acceptance_allreduce_result({'default': [a100]}, 'nccl_allreduce_single_node')
+    assert result == {'check': 'nccl_allreduce_single_node', 'status': 'pass', 'tool': 'nccl-tests', 'backend': None,
+                      'world_size': None, 'hosts': None, 'attempts': 1,
+                      'reason': 'nccl-tests all_reduce_perf: 3 sizes, busbw 192.43 GB/s at 512MiB'}
+    # The same run with 7 wrong results in the last row's out-of-place #wrong column (edited here): a wrong sum fails.
+    row = '    536870912     134217728     float     sum      -1   2789.9  192.43  192.43      0   2793.6'
+    assert row in a100
+    wrong = acceptance_allreduce_result({'default': [a100.replace(row, row.replace('192.43      0', '192.43      7'))]},
+                                        'nccl_allreduce_single_node')
+    assert wrong['status'] == 'fail' and wrong['reason'] == "7 wrong result(s) in nccl-tests' #wrong column"
+    # A run that ends in `Test NCCL failure` lines fails with the parser's words.
+    broken = acceptance_allreduce_result({'default': [nccl_tests_output('all_reduce_large_cluster_then_nccl_failure')]},
+                                         'nccl_allreduce_single_node')
+    assert broken['status'] == 'fail' and broken['tool'] == 'nccl-tests' and 'NCCL failure' in broken['reason']
 
 
 def test_the_hook_result_fails_on_a_broken_run_or_a_missing_node():
