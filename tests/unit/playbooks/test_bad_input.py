@@ -257,7 +257,7 @@ CORPUS = [
     ("cuda-source-choice", {"cuda_source": "pip"}, "cuda_source"),
     ("cuda-verify-word", {"cuda_verify": "perhaps"}, "cuda_verify"),
     # rdma: the source switch, DOCA-Host repository and gdrcopy
-    ("rdma-source-local", {"rdma_source": "local"}, "rdma_source must be distribution, doca_repo or preinstalled"),
+    ("rdma-source-local", {"rdma_source": "local"}, "rdma_source must be one of"),
     ("rdma-source-newline", {"rdma_source": "doca_repo" + NL}, "rdma_source"),
     ("rdma-doca-version-newline", {"rdma_doca_version": "3.2.1" + NL}, "rdma_doca_version contains a newline"),
     ("rdma-doca-version-latest", {"rdma_doca_version": "latest"}, "rdma_doca_version must be a DOCA release such as 3.2.1"),
