@@ -3,27 +3,39 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 #
-# Builds a STAND-IN for NVIDIA's CUDA network repository (flat apt repository, laid out like
-# https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/) for molecule/gpu_stack.
-# NVIDIA's server is not reachable from CI, so the cuda_repo source of the nvidia_driver and nccl
-# roles (what is under test) runs against this one.
+# Builds a STAND-IN for one of NVIDIA's apt repositories (flat, signed, laid out like NVIDIA's) for
+# molecule/gpu_stack. NVIDIA's servers are not reachable from CI, so the roles' code for them (what is
+# under test) runs against these. KIND picks which:
+#   cuda     NVIDIA's CUDA network repository (like
+#            https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/), for the cuda_repo
+#            source of nvidia_driver and nccl; the key as <last 8 hex digits of its fingerprint>.pub, as
+#            NVIDIA publishes its key (3bf863cc.pub).
+#   doca     NVIDIA's DOCA-Host repository, one DOCA release (like
+#            https://linux.mellanox.com/public/repo/doca/3.2.1/debian12/x86_64/), for rdma_source doca_repo;
+#            the key as GPG-KEY-Mellanox.pub at KEY_OUT (the repository's root, above the releases).
+#   gdrcopy  gdrcopy's packages (NVIDIA ships them as plain .deb files under compute/redist/gdrcopy/) in an
+#            unsigned flat repository, as playbooks/mirror.yml would index them in a local mirror.
 #
 # The packages carry NVIDIA's names and version scheme but hold no NVIDIA software: a README, and for
 # the programs the roles touch (nvidia-smi, the nvidia-persistenced and nvidia-fabricmanager units)
 # stubs that fail like the real ones do without a GPU. Several versions of each show that the roles'
 # pins pick the wanted one, not the newest: 570.x, 580.82.07 (older), 580.95.05 (wanted) and
 # 580.105.08 (newer, the one an unpinned install would take); NCCL 2.26.2 for CUDA 12.8 (wanted) and
-# 12.9, and a newer 2.27.7.
+# 12.9, and a newer 2.27.7. DOCA: DOCA-OFED 3.2.1 (both profiles: doca-ofed and doca-ofed-userspace) with
+# NVIDIA's builds of rdma-core, the verbs libraries and perftest at versions of its scheme (<YYMM>mlnx<N>),
+# higher than Debian's, each meta-package pinning them exactly; build numbers are made up. gdrcopy: 2.5.1
+# (wanted) and a newer 2.6.
 #
-#   stand-in-nvidia-repo.sh REPO_DIR SECRET_KEY_FILE
+#   stand-in-nvidia-repo.sh REPO_DIR SECRET_KEY_FILE [KIND [KEY_OUT]]
 #
-# REPO_DIR gets the .deb files, Packages(.gz), Release, InRelease and Release.gpg signed with the
-# throw-away key in SECRET_KEY_FILE, and the public key as <last 8 hex digits of its fingerprint>.pub,
-# as NVIDIA publishes its key (3bf863cc.pub).
+# REPO_DIR gets the .deb files, Packages(.gz) and (cuda, doca) Release, InRelease and Release.gpg signed
+# with the throw-away key in SECRET_KEY_FILE.
 set -euo pipefail
 
 repo=$1
 key=$2
+kind=${3:-cuda}
+key_out=${4:-}
 arch=$(dpkg --print-architecture)
 work=$(mktemp -d)
 trap 'gpgconf --kill gpg-agent >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
@@ -85,32 +97,66 @@ unit() {
     "$3" "$4" >"$1/usr/lib/systemd/system/$2.service"
 }
 
-for version in 570.195.03-1 580.82.07-1 580.95.05-1 580.105.08-1; do
-  package libnvidia-ml1 "$version"
-  package libcuda1 "$version"
-  package nvidia-smi "$version" "libnvidia-ml1 (= $version)"
-  package nvidia-persistenced "$version"
-done
-for version in 580.82.07-1 580.95.05-1 580.105.08-1; do
-  package nvidia-fabricmanager-580 "$version"
-done
-for version in 2.26.2-1+cuda12.8 2.26.2-1+cuda12.9 2.27.7-1+cuda12.9; do
-  package libnccl2 "$version"
-  package libnccl-dev "$version" "libnccl2 (= $version)"
-done
+case $kind in
+  cuda)
+    for version in 570.195.03-1 580.82.07-1 580.95.05-1 580.105.08-1; do
+      package libnvidia-ml1 "$version"
+      package libcuda1 "$version"
+      package nvidia-smi "$version" "libnvidia-ml1 (= $version)"
+      package nvidia-persistenced "$version"
+    done
+    for version in 580.82.07-1 580.95.05-1 580.105.08-1; do
+      package nvidia-fabricmanager-580 "$version"
+    done
+    for version in 2.26.2-1+cuda12.8 2.26.2-1+cuda12.9 2.27.7-1+cuda12.9; do
+      package libnccl2 "$version"
+      package libnccl-dev "$version" "libnccl2 (= $version)"
+    done
+    ;;
+  doca)
+    doca=3.2.1-044000 rdma=2510mlnx61-1.2510044 perftest=25.10.0-0.128.g7b1f5d3.2510044
+    kernel=25.10.OFED.25.10.1.7.1-1
+    for name in rdma-core libibverbs1 librdmacm1 ibverbs-providers ibverbs-utils infiniband-diags; do
+      package "$name" "$rdma"
+    done
+    package perftest "$perftest"
+    package mlnx-ofed-kernel-dkms "$kernel"
+    userspace="rdma-core (= $rdma), libibverbs1 (= $rdma), librdmacm1 (= $rdma), ibverbs-providers (= $rdma)"
+    userspace="$userspace, ibverbs-utils (= $rdma), infiniband-diags (= $rdma), perftest (= $perftest)"
+    package doca-ofed-userspace "$doca" "$userspace"
+    package doca-ofed "$doca" "doca-ofed-userspace (= $doca), mlnx-ofed-kernel-dkms (= $kernel)"
+    ;;
+  gdrcopy)
+    for version in 2.5.1-1 2.6-1; do
+      package libgdrapi "$version"
+      package gdrdrv-dkms "$version"
+    done
+    ;;
+esac
 
 cd "$repo"
 apt-ftparchive packages . >Packages
 gzip -9nkf Packages
+debs=(./*.deb)
+if [ "$kind" = gdrcopy ]; then
+  echo "$repo: ${#debs[@]} packages, unsigned"
+  exit 0
+fi
+origin="NVIDIA" label="NVIDIA CUDA (molecule stand-in)"
+[ "$kind" = cuda ] || label="NVIDIA DOCA-Host (molecule stand-in)"
 apt-ftparchive \
-  -o APT::FTPArchive::Release::Origin="NVIDIA" \
-  -o APT::FTPArchive::Release::Label="NVIDIA CUDA (molecule stand-in)" \
+  -o APT::FTPArchive::Release::Origin="$origin" \
+  -o APT::FTPArchive::Release::Label="$label" \
   -o APT::FTPArchive::Release::Architectures="$arch" \
   release . >"$work/Release"
 mv "$work/Release" Release
 gpg --batch --yes --clearsign --output InRelease Release
 gpg --batch --yes --armor --detach-sign --output Release.gpg Release
-key_file=$(echo "${fpr: -8}" | tr '[:upper:]' '[:lower:]').pub
+if [ "$kind" = cuda ]; then
+  key_file=$(echo "${fpr: -8}" | tr '[:upper:]' '[:lower:]').pub
+else
+  key_file=$key_out
+  mkdir -p "$(dirname "$key_file")"
+fi
 gpg --batch --armor --export "$fpr" >"$key_file"
-debs=(./*.deb)
 echo "$repo: ${#debs[@]} packages, key $fpr ($key_file)"
