@@ -16,6 +16,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from playbook_support import ANSIBLE_PLAYBOOK, ROOT
 from topology_support import recorded_root
 
@@ -251,6 +253,17 @@ def test_the_all_reduce_hooks_skip_with_the_reason_that_applies(tmp_path):
     results = task_results(report, 'Record the result of nccl_allreduce_multi_node')['gpu-a']
     assert [hook['reason'] for hook in results['ansible_facts']['__acceptance_hook_results'][-2:]] == [
         'check mode: nothing is run', 'check mode: no job is submitted']
+
+
+@pytest.mark.parametrize('path, words', [
+    ('all_reduce_perf', "acceptance_nccl_tests_path must be an absolute path"),
+    ('/opt/nccl-tests/../../usr/bin/sh', "acceptance_nccl_tests_path must not contain '..'"),
+    ('/opt/nccl-tests/bin/all_reduce_perf\n-c 0', 'acceptance_nccl_tests_path contains a newline'),
+])
+def test_an_nccl_tests_path_that_is_not_a_clean_absolute_path_is_refused_before_any_check(tmp_path, path, words):
+    proc, _report, out = run_validate(tmp_path, '-e', json.dumps({'acceptance_nccl_tests_path': path}))
+    assert proc.returncode == 2 and words in proc.stdout, proc.stdout[-2000:]
+    assert not out.exists()
 
 
 def test_a_forbidden_or_malformed_nccl_set_is_refused_before_any_check(tmp_path):
