@@ -87,6 +87,18 @@ def test_openmpi_41_flags():
         '--disable-mpi-fortran', '--disable-oshmem', '--disable-io-romio', '--enable-mca-no-build=btl-uct,btl-openib']
 
 
+def test_openmpi_50_flags_on_debian_13():
+    # Debian 13's PMIx through pkg-config (`external`): PRRTE, built inside Open MPI 5, finds PMIx's devel
+    # headers only through Debian's pmix.pc.
+    flags = mpi.openmpi_configure_flags({'version': '5.0.7', 'ucx_prefix': '/opt/trainstack/ucx/1.13.1-abc',
+                                         'pmix_prefix': 'external', 'cuda_home': '', 'slurm': True})
+    assert flags == [
+        '--with-ucx=/opt/trainstack/ucx/1.13.1-abc', '--with-pmix=external',
+        '--with-hwloc=external', '--with-libevent=external', '--without-cuda', '--with-slurm',
+        'LDFLAGS=-Wl,-rpath,/opt/trainstack/ucx/1.13.1-abc/lib',
+        '--disable-mpi-fortran', '--disable-oshmem', '--disable-io-romio', '--enable-mca-no-build=btl-uct']
+
+
 def test_openmpi_50_flags_with_cuda():
     flags = mpi.openmpi_configure_flags({'version': '5.0.7', 'ucx_prefix': '/u', 'pmix_prefix': '/p',
                                          'cuda_home': '/usr/local/cuda', 'slurm': False})
