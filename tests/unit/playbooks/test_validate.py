@@ -147,6 +147,29 @@ def test_job_hooks_can_be_turned_off_or_replaced(tmp_path):
     assert checks['ddp'] == {'check': 'ddp', 'status': 'info', 'reason': 'mine', 'samples': 7}
 
 
+def test_a_hook_says_by_the_variable_it_sets_whether_its_all_reduce_ran_on_the_node_or_across_nodes(tmp_path):
+    # The hook's name does not route: a file replacing nccl_allreduce_multi_node gives a run on the node, one
+    # under another name gives a run across nodes.
+    def hook(name, variable, case):
+        path = tmp_path / name
+        path.write_text(json.dumps([{'ansible.builtin.set_fact': {
+            'acceptance_hook_result': {'status': 'info', 'reason': name},
+            variable: ["{{ lookup('ansible.builtin.file', %r) }}" % fixture('torch_allreduce', case + '.txt')]}}]))
+        return str(path)
+    hooks = {'nccl_allreduce_multi_node': hook('on_node.yml', 'acceptance_allreduce_outputs', 'h200x2_probe_default'),
+             'ddp': hook('across.yml', 'acceptance_allreduce_multi_node_outputs', 'gloo_2nodes_slurm')}
+    options = {'acceptance_fail_on_error': False, 'acceptance_builtin_hooks': [], 'acceptance_allreduce_logs': [],
+               'acceptance_hooks': hooks}
+    proc, _report, out = run_validate(tmp_path, '-e', json.dumps(options))
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads((out / 'acceptance.json').read_text(encoding='utf-8'))
+    checks = {check['check']: check for check in document['nodes'][0]['checks']}
+    on_node = {entry['label']: entry['values'] for entry in checks['allreduce_busbw']['sizes']}
+    across = {entry['label']: entry['values'] for entry in checks['allreduce_busbw_multi_node']['sizes']}
+    assert on_node['4GiB'] == [343.3] and '4GiB' not in across
+    assert across['1MiB'] == [0.21] and across['64MiB'] == [0.88]
+
+
 def test_a_scratch_directory_that_would_remove_a_system_tree_is_refused_before_any_check(tmp_path):
     for case, (bad, words) in enumerate((('/', 'is a system directory'), ('/usr/../etc', "must not contain '..'"),
                                          ('var/tmp/x', 'must be an absolute path'))):
