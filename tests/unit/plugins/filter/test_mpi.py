@@ -77,26 +77,24 @@ def test_ucx_extra_may_not_override_derived_flags(extra):
         mpi.ucx_configure_flags({'cuda_home': '', 'verbs': True, 'extra': extra})
 
 
-def test_openmpi_41_flags():
-    flags = mpi.openmpi_configure_flags({'version': '4.1.4', 'ucx_prefix': '/opt/trainstack/ucx/1.13.1-abc',
-                                         'pmix_prefix': '/usr/lib/x86_64-linux-gnu/pmix2', 'cuda_home': '', 'slurm': True})
-    assert flags == [
-        '--with-ucx=/opt/trainstack/ucx/1.13.1-abc', '--with-pmix=/usr/lib/x86_64-linux-gnu/pmix2',
-        '--with-hwloc=external', '--with-libevent=external', '--without-cuda', '--with-slurm',
-        'LDFLAGS=-Wl,-rpath,/opt/trainstack/ucx/1.13.1-abc/lib',
-        '--disable-mpi-fortran', '--disable-oshmem', '--disable-io-romio', '--enable-mca-no-build=btl-uct,btl-openib']
+_UCX = '/opt/trainstack/ucx/1.13.1-abc'
+_OMPI_COMMON = ['--with-hwloc=external', '--with-libevent=external', '--without-cuda', '--with-slurm',
+                'LDFLAGS=-Wl,-rpath,/opt/trainstack/ucx/1.13.1-abc/lib',
+                '--disable-mpi-fortran', '--disable-oshmem', '--disable-io-romio']
 
 
-def test_openmpi_50_flags_on_debian_13():
-    # Debian 13's PMIx through pkg-config (`external`): PRRTE, built inside Open MPI 5, finds PMIx's devel
-    # headers only through Debian's pmix.pc.
-    flags = mpi.openmpi_configure_flags({'version': '5.0.7', 'ucx_prefix': '/opt/trainstack/ucx/1.13.1-abc',
-                                         'pmix_prefix': 'external', 'cuda_home': '', 'slurm': True})
-    assert flags == [
-        '--with-ucx=/opt/trainstack/ucx/1.13.1-abc', '--with-pmix=external',
-        '--with-hwloc=external', '--with-libevent=external', '--without-cuda', '--with-slurm',
-        'LDFLAGS=-Wl,-rpath,/opt/trainstack/ucx/1.13.1-abc/lib',
-        '--disable-mpi-fortran', '--disable-oshmem', '--disable-io-romio', '--enable-mca-no-build=btl-uct']
+@pytest.mark.parametrize('version, pmix_prefix, expected_pmix, expected_no_build', [
+    # Debian 12: the PMIx directory itself.
+    ('4.1.4', '/usr/lib/x86_64-linux-gnu/pmix2', '--with-pmix=/usr/lib/x86_64-linux-gnu/pmix2',
+     '--enable-mca-no-build=btl-uct,btl-openib'),
+    # Debian 13: PMIx through pkg-config (`external`): PRRTE, built inside Open MPI 5, finds PMIx's devel
+    # headers only through Debian's pmix.pc. openib is gone in 5.0: only btl/uct is left out.
+    ('5.0.7', 'external', '--with-pmix=external', '--enable-mca-no-build=btl-uct'),
+])
+def test_openmpi_flags_as_debian_derives_them(version, pmix_prefix, expected_pmix, expected_no_build):
+    flags = mpi.openmpi_configure_flags({'version': version, 'ucx_prefix': _UCX, 'pmix_prefix': pmix_prefix,
+                                         'cuda_home': '', 'slurm': True})
+    assert flags == ['--with-ucx=' + _UCX, expected_pmix] + _OMPI_COMMON + [expected_no_build]
 
 
 def test_openmpi_50_flags_with_cuda():
