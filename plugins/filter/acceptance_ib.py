@@ -18,6 +18,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.trainstack.cluster.plugins.filter.acceptance import worst
+from ansible_collections.trainstack.cluster.plugins.filter.nccl import active_ib_ports
 from ansible_collections.trainstack.cluster.plugins.module_utils import _perftest
 
 TOOLS = {'bw': 'ib_send_bw', 'lat': 'ib_send_lat'}
@@ -29,15 +30,10 @@ def _error(message):
 
 def _active_ports(topology, include_roce):
     """ACTIVE ports of a node (InfiniBand; Ethernet too with include_roce), by HCA name then port number."""
-    ports = []
-    for hca in (topology or {}).get('hcas') or []:
-        for port in hca.get('ports') or []:
-            if port.get('state') != 'ACTIVE':
-                continue
-            if port.get('link_layer') != 'InfiniBand' and not (include_roce and port.get('link_layer') == 'Ethernet'):
-                continue
-            ports.append({'hca': hca['name'], 'port': port['port'], 'link_layer': port.get('link_layer'),
-                          'rate_gbps': (port.get('speed_mbps') or 0) / 1000.0, 'gid_index': _roce_gid_index(port)})
+    layers = ('InfiniBand', 'Ethernet') if include_roce else ('InfiniBand',)
+    ports = [{'hca': hca['name'], 'port': port['port'], 'link_layer': port.get('link_layer'),
+              'rate_gbps': (port.get('speed_mbps') or 0) / 1000.0, 'gid_index': _roce_gid_index(port)}
+             for hca, port in active_ib_ports(topology) if port.get('link_layer') in layers]
     return sorted(ports, key=lambda port: (port['hca'], port['port']))
 
 
