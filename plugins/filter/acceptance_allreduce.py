@@ -83,8 +83,14 @@ def _best_by_size(texts):
     return best, broken
 
 
+def _gain_pct(value, base):
+    """Percent gain of value over base, unrounded (means are taken before rounding); None without a base."""
+    return (value - base) / base * 100 if base else None
+
+
 def _gain(value, base):
-    return round((value - base) / base * 100, 1) if base else None
+    gain = _gain_pct(value, base)
+    return None if gain is None else round(gain, 1)
 
 
 def acceptance_nccl_compare(outputs, order=None):
@@ -119,7 +125,7 @@ def acceptance_nccl_compare(outputs, order=None):
         result['sizes'].append({'bytes': size, 'label': size_label(size), 'busbw': busbw, 'gain_pct': gains, 'best': winner,
                                 'best_gain_pct': gains.get(winner, 0.0)})
     for name in tuned:
-        gains = [(best[name][size] - best[DEFAULT][size]) / best[DEFAULT][size] * 100 for size in common if best[DEFAULT][size]]
+        gains = [_gain_pct(best[name][size], best[DEFAULT][size]) for size in common if best[DEFAULT][size]]
         result['overall'][name] = {'mean_gain_pct': round(sum(gains) / len(gains), 1) if gains else None,
                                    'sizes_won': sum(1 for entry in result['sizes'] if entry['best'] == name)}
     ranked = sorted((stats['mean_gain_pct'], name) for name, stats in result['overall'].items() if stats['mean_gain_pct'] is not None)
