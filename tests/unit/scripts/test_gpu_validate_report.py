@@ -1,7 +1,7 @@
 # Copyright (c) 2026, trainstack.cluster developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""scripts/gpu_validate_report.py against what the real 2 x H200 host recorded (device probe)."""
+"""tests/device/gpu_validate_report.py against what the real 2 x H200 host recorded (device probe)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from topology_support import NCCL_XML_GOLDEN, TOPOLOGY_FIXTURES, UNIT_DIR, make_fixtures, recorded_root
 
 H200 = os.path.join(TOPOLOGY_FIXTURES, 'h200_vm')
-SCRIPT = os.path.join(os.path.dirname(os.path.dirname(UNIT_DIR)), 'scripts', 'gpu_validate_report.py')
+SCRIPT = os.path.join(os.path.dirname(os.path.dirname(UNIT_DIR)), 'tests', 'device', 'gpu_validate_report.py')
 
 
 def _load_report():

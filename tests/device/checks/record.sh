@@ -8,25 +8,19 @@
 # probe's root and compares the two facts; runs playbooks/record.yml too when ansible is importable.
 # Also keeps the raw `nvidia-smi topo -m` and `--query-gpu` outputs and how the parser read them (for the
 # corpus in tests/unit/fixtures/nvidia_smi_topo). Changes nothing on the host but files under $OUT and
-# /tmp/trainstack-record*. About 10-30 s.
-#
-#   OUT=/path/to/results scripts/record-roundtrip.sh
-#
-# Environment: PYTHON (default /opt/torch/.venv/bin/python3), NVIDIA_SMI (default
-# /usr/local/nvidia/bin/nvidia-smi), ansible-core wheels in /tmp/site (PYTHONPATH).
+# $WORK. About 10-30 s. Check `record` of tests/device/run (environment there).
 # Writes to $OUT: trainstack-record.tar.gz facts.json facts-replayed.json topo-m.txt query-gpu.csv
 # topo-parsed.json record-members.txt summary.txt (and playbook/ with record.yml's output).
 # Exit 1 on any FAIL.
 set -uo pipefail
 
-WORK=/tmp/trainstack-record-work
-# shellcheck source=scripts/device-env.sh
-. "$(dirname "${BASH_SOURCE[0]}")/device-env.sh"
+# shellcheck source=tests/device/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 say "## host $(hostname) $(date -u +%FT%TZ) python $PY nvidia-smi $SMI"
 status=0
 
-module() { # args_json result_json
+topology_module() { # args_json result_json (the module file run directly: the timing is the probe's alone)
   printf '{"ANSIBLE_MODULE_ARGS": %s}' "$1" > "$WORK/args.json"
   PYTHONPATH=$REPO/collections:$PYTHONPATH "$PY" "$REPO/plugins/modules/topology_facts.py" "$WORK/args.json" > "$2"
 }
@@ -35,9 +29,9 @@ module() { # args_json result_json
 TARBALL=$OUT/trainstack-record.tar.gz
 rm -f "$TARBALL"
 start=$(date +%s.%N)
-module "{\"nvidia_smi_path\": \"$SMI\", \"record\": \"$TARBALL\"}" "$WORK/recorded.json"
+topology_module "{\"nvidia_smi_path\": \"$SMI\", \"record\": \"$TARBALL\"}" "$WORK/recorded.json"
 say "INFO live probe + record took $(echo "$(date +%s.%N) - $start" | bc 2>/dev/null || echo '?') s"
-module "{\"root\": \"$TARBALL\"}" "$WORK/replayed.json"
+topology_module "{\"root\": \"$TARBALL\"}" "$WORK/replayed.json"
 "$PY" - "$WORK/recorded.json" "$WORK/replayed.json" "$OUT" <<'PY' | tee -a "$SUMMARY"
 import json, sys
 recorded, replayed = (json.load(open(path)) for path in sys.argv[1:3])
@@ -75,10 +69,9 @@ print('%s topo -m parsed: gpus %s, nics %s, problems %s' % ('PASS' if parsed['ma
 PY
 grep -q '^FAIL' "$SUMMARY" && status=1
 
-# 3. The playbook, when ansible is importable (wheels in /tmp/site).
+# 3. The playbook, when ansible is importable.
 if "$PY" -c 'import ansible' 2>/dev/null; then
-  if (cd "$REPO" && "$PY" -m ansible playbook -i localhost, -c local -e "ansible_python_interpreter=$PY" \
-        -e "record_output_dir=$OUT/playbook" playbooks/record.yml > "$WORK/playbook.log" 2>&1); then
+  if playbook "$WORK/playbook.log" playbooks/record.yml -e "record_output_dir=$OUT/playbook"; then
     say "PASS playbooks/record.yml: fetched and read back identical ($OUT/playbook/localhost/)"
   else
     say "FAIL playbooks/record.yml: $(tail -c 600 "$WORK/playbook.log" | tr '\n' ' ')"

@@ -5,23 +5,16 @@
 #
 # Runs the GPU stack roles (nvidia_driver, cuda, nccl) in "preinstalled" mode on this host, twice, as
 # playbooks/gpu_stack.yml would on a node whose driver and CUDA came with the image (DGX OS, cloud
-# images, the 2 x H200 host: Ubuntu 24.04, no systemd, no package registry). They must detect the
+# images, the H200 device hosts: Ubuntu 24.04, no systemd, no package registry). They must detect the
 # versions, report them and change nothing: PLAY RECAP changed=0 on both runs. The nccl role's
 # configuration part is switched off here (nccl_conf_manage / nccl_topology_manage: false), so the
-# run writes nothing on the host. About a minute.
-#
-#   OUT=/path/to/results scripts/gpu-stack-detect.sh
-#
-# Environment: PYTHON (default /opt/torch/.venv/bin/python3), ansible-core wheels unpacked in /tmp/site
-# (PYTHONPATH), NVIDIA_SMI (default /usr/local/nvidia/bin/nvidia-smi, put on PATH).
-# Writes 4 files to $OUT: facts.json (trainstack_gpu_stack), run-1.log, run-2.log, summary.txt.
+# run writes nothing on the host. About a minute. Check `gpu_stack` of tests/device/run (environment there).
+# Writes to $OUT: facts.json (trainstack_gpu_stack), run-1.log, run-2.log, summary.txt.
 # Exit 1 when a run fails or changes something.
 set -uo pipefail
 
-WORK=/tmp/trainstack-gpu-stack-detect
-# shellcheck source=scripts/device-env.sh
-. "$(dirname "${BASH_SOURCE[0]}")/device-env.sh"
-export ANSIBLE_STDOUT_CALLBACK=ansible.builtin.default
+# shellcheck source=tests/device/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 say "## host $(hostname) $(date -u +%FT%TZ) python $PY ansible $("$PY" -c 'import ansible.release as r; print(r.__version__)' 2>&1)"
 

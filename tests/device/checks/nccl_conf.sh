@@ -8,52 +8,25 @@
 # and all-reduce busbw without and with /etc/nccl.conf as the nccl role writes it. About 2-4 minutes.
 # It writes /etc/nccl.conf and /etc/nccl/topology.xml: run it on a machine you may change.
 #
-#   OUT=/path/to/results scripts/gpu-validate.sh
-#
-# Environment: PYTHON (default /opt/torch/.venv/bin/python3), NVIDIA_SMI (default
-# /usr/local/nvidia/bin/nvidia-smi), ansible-core wheels in /tmp/site (PYTHONPATH), MAX_MIB (4096).
+# Check `nccl_conf` of tests/device/run, not run by default (environment there; MAX_MIB, default 4096).
 # Writes 8 files to $OUT: facts.json nvidia-smi.txt topology.xml allreduce-default.log
 # allreduce-topofile.log dump-default.xml dump-topofile.xml summary.txt. Exit 1 on any FAIL.
 set -uo pipefail
 
 MAX_MIB=${MAX_MIB:-4096}
-WORK=/tmp/trainstack-validate
-# shellcheck source=scripts/device-env.sh
-. "$(dirname "${BASH_SOURCE[0]}")/device-env.sh"
+# shellcheck source=tests/device/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 say "## host $(hostname) $(date -u +%FT%TZ) python $PY nvidia-smi $SMI"
 
-# Runs one of the collection's modules on localhost through ansible (ad-hoc, JSON via --tree),
-# falling back to running the module file directly when ansible is not importable.
-run_module() { # name args_json result_json
-  local name=$1 args=$2 result=$3
-  if "$PY" -c 'import ansible' 2>/dev/null; then
-    rm -rf "$WORK/tree"
-    (cd "$REPO" && "$PY" -m ansible adhoc localhost -i localhost, -c local \
-      -e "ansible_python_interpreter=$PY" -m "trainstack.cluster.$name" -a "$args" --tree "$WORK/tree" \
-      > "$WORK/$name.ansible.log" 2>&1)
-    if [ -s "$WORK/tree/localhost" ]; then
-      cp "$WORK/tree/localhost" "$result"
-      say "INFO $name ran through ansible"
-      return 0
-    fi
-    say "INFO ansible run of $name failed, running the module file: $(tail -c 300 "$WORK/$name.ansible.log" | tr '\n' ' ')"
-  fi
-  printf '{"ANSIBLE_MODULE_ARGS": %s}' "$args" > "$WORK/$name.args.json"
-  PYTHONPATH=$REPO/collections:$PYTHONPATH "$PY" "$REPO/plugins/modules/$name.py" "$WORK/$name.args.json" > "$result"
-}
 
 # 1. Facts of the live host.
-run_module topology_facts "{\"nvidia_smi_path\": \"$SMI\"}" "$OUT/facts.json"
+module topology_facts "{\"nvidia_smi_path\": \"$SMI\"}" "$OUT/facts.json" || exit 1
 
 # 2. nvidia-smi as read independently of the module.
-{
-  echo "## query"; "$SMI" --query-gpu=index,pci.bus_id,uuid,name,compute_cap,memory.total --format=csv,noheader,nounits
-  echo "## topo -m"; "$SMI" topo -m
-  echo "## nvlink -s"; "$SMI" nvlink -s
-} > "$OUT/nvidia-smi.txt" 2>&1
+nvidia_smi_snapshot "$OUT/nvidia-smi.txt"
 say "## facts vs nvidia-smi and sysfs"
-"$PY" "$REPO/scripts/gpu_validate_report.py" facts "$OUT/facts.json" "$OUT/nvidia-smi.txt" | tee -a "$SUMMARY"
+"$PY" "$REPO/tests/device/gpu_validate_report.py" facts "$OUT/facts.json" "$OUT/nvidia-smi.txt" | tee -a "$SUMMARY"
 
 # 3. All-reduce with NCCL's own detection: no /etc/nccl.conf yet (all GPUs, NVLS off as on the probed host).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -94,7 +67,7 @@ cp "$WORK/dump-default.xml" "$OUT/dump-default.xml" 2>/dev/null
 cp "$WORK/dump-topofile.xml" "$OUT/dump-topofile.xml" 2>/dev/null
 
 say "## NCCL with the generated file"
-"$PY" "$REPO/scripts/gpu_validate_report.py" nccl "$OUT/allreduce-default.log" "$OUT/allreduce-topofile.log" \
+"$PY" "$REPO/tests/device/gpu_validate_report.py" nccl "$OUT/allreduce-default.log" "$OUT/allreduce-topofile.log" \
   "$OUT/dump-default.xml" "$OUT/dump-topofile.xml" "$TOPO" | tee -a "$SUMMARY"
 say "## busbw (GB/s) default | with file"
 paste <(grep -h 'busbw' "$OUT/allreduce-default.log") <(grep -h 'busbw' "$OUT/allreduce-topofile.log" | sed 's/.*busbw/busbw/') | tee -a "$SUMMARY"

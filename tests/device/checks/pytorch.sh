@@ -12,18 +12,13 @@
 #      the default small model (300 steps) and a wider one for a throughput figure; then the DeepSpeed
 #      ZeRO-1 variant (--deepspeed) where the interpreter can import DeepSpeed, else a SKIP line.
 #
-#   OUT=/path/to/results scripts/pytorch-device.sh
-#
-# Environment: PYTHON (default /opt/torch/.venv/bin/python3), ansible-core wheels unpacked in /tmp/site
-# (PYTHONPATH), NVIDIA_SMI. NCCL_NVLS_ENABLE=0 (NVLink multicast off on the lent machines).
+# Check `pytorch` of tests/device/run (environment there; NCCL_NVLS_ENABLE=0: NVLink multicast off).
 # Writes to $OUT: facts.json (trainstack_gpu_stack with torch's own report), run-1.log, run-2.log,
 # ddp-small.txt, ddp-wide.txt, ddp-deepspeed.txt (job outputs), ddp-results.json (the results, checked), summary.txt.
 set -uo pipefail
 
-WORK=/tmp/trainstack-pytorch-device
-# shellcheck source=scripts/device-env.sh
-. "$(dirname "${BASH_SOURCE[0]}")/device-env.sh"
-export ANSIBLE_STDOUT_CALLBACK=ansible.builtin.default NCCL_NVLS_ENABLE=0
+# shellcheck source=tests/device/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 mkdir -p "$WORK/bin" "$WORK/etc" "$WORK/share"
 LAUNCHER=$WORK/bin/trainstack-torchrun
 export TRAINSTACK_LAUNCH_CONFIG=$WORK/etc/pytorch-launch.json

@@ -2,7 +2,7 @@
 # Copyright (c) 2026, trainstack.cluster developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Checks behind scripts/gpu-validate.sh; standard library only, every line OK/FAIL/INFO.
+"""Checks behind the device layer (tests/device/checks/probe.sh, nccl_conf.sh); standard library only, every line OK/FAIL/INFO.
 
   gpu_validate_report.py facts FACTS_JSON NVIDIA_SMI_TXT
       compare topology_facts with nvidia-smi and sysfs read independently

@@ -9,20 +9,17 @@
 # Both go through `slurmd -G`, which parses the configuration, loads the GRES plugins and prints
 # every GPU it would offer, then exits: no daemon, no systemd.
 #
-#   OUT=/path/to/results SLURM_PREFIX=/opt/slurm scripts/gres-autodetect-compare.sh
-#
-# SLURM_PREFIX holds a Slurm 24.11 build (sbin/slurmd, lib/slurm/*.so). Environment as for
-# gpu-stack-detect.sh (PYTHON, NVIDIA_SMI, ansible-core unpacked in /tmp/site).
+# Check `gres` of tests/device/run, not run by default: SLURM_PREFIX holds a Slurm 24.11 build (sbin/slurmd,
+# lib/slurm/*.so); without it the check is skipped.
 # Writes to $OUT: gres-explicit.conf (the role's), node.conf (the role's NodeName line), slurmd-G-explicit.txt,
 # slurmd-G-autodetect.txt, nvidia-information.txt (the driver's /proc entries), summary.txt.
 # Exit 1 when the two disagree on any GPU's device file or cores.
 set -uo pipefail
 
-WORK=/tmp/trainstack-gres-compare
-# shellcheck source=scripts/device-env.sh
-. "$(dirname "${BASH_SOURCE[0]}")/device-env.sh"
-SLURM_PREFIX=${SLURM_PREFIX:?set SLURM_PREFIX to a Slurm build}
-export ANSIBLE_STDOUT_CALLBACK=ansible.builtin.default
+# shellcheck source=tests/device/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+[ -n "${SLURM_PREFIX:-}" ] || skip "SLURM_PREFIX (a Slurm build with sbin/slurmd) is not set"
+[ -x "$SLURM_PREFIX/sbin/slurmd" ] || skip "no slurmd in SLURM_PREFIX ($SLURM_PREFIX/sbin/slurmd)"
 
 export LD_LIBRARY_PATH=$SLURM_PREFIX/lib:$SLURM_PREFIX/lib/slurm${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 say "## host $(hostname) $(date -u +%FT%TZ) $("$SLURM_PREFIX/sbin/slurmd" -V 2>&1)"
@@ -32,7 +29,7 @@ for f in /proc/driver/nvidia/gpus/*/information; do
 done > "$OUT/nvidia-information.txt" 2>&1
 say "## driver minor numbers: $(grep -h '^Device Minor' /proc/driver/nvidia/gpus/*/information | tr -s ' ' | paste -sd ';' -)"
 
-# 1. The role's rendering (scripts/render-slurm-node.yml): topology_facts, then the slurm role's own node
+# 1. The role's rendering (tests/device/render-slurm-node.yml): topology_facts, then the slurm role's own node
 #    definitions and gres.conf template, this host being the only compute node.
 cat > "$WORK/inventory.ini" <<EOF
 [slurm_controller]
@@ -43,7 +40,7 @@ localhost
 ansible_connection=local
 ansible_python_interpreter=$PY
 EOF
-if ! (cd "$REPO" && "$PY" -m ansible playbook -i "$WORK/inventory.ini" scripts/render-slurm-node.yml \
+if ! (cd "$REPO" && "$PY" -m ansible playbook -i "$WORK/inventory.ini" tests/device/render-slurm-node.yml \
         -e "render_dir=$WORK" > "$OUT/render.log" 2>&1); then
   say "## rendering failed:"; tail -n 30 "$OUT/render.log" | tee -a "$SUMMARY"; exit 1
 fi
