@@ -21,7 +21,11 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 ID_LENGTH = 12
 _SPEC_KEYS = ('name', 'version', 'source', 'configure_flags', 'compiler', 'os', 'arch', 'cuda', 'depends')
+# Plain-Makefile builds (nccl-tests): enter the canonical text only when set, so autotools ids stay as they were.
+_OPTIONAL_KEYS = ('build_system', 'make_args', 'build_env')
 _SHA256 = re.compile(r'^[0-9a-f]{64}\Z')
+_COMMIT = re.compile(r'^[0-9a-f]{40}\Z')
+_MAKE_ARG = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*=')
 
 
 def _error(message):
@@ -32,7 +36,8 @@ def _source_identity(source):
     """One string for the sources a build starts from.
 
     source: {type: debian, package, debian_version, patches} -> 'debian:<package>=<debian_version>:patched|orig';
-    {type: url|mirror, sha256} -> 'sha256:<sum>' (where the tarball came from does not change what is built).
+    {type: url|mirror, sha256} -> 'sha256:<sum>' (where the tarball came from does not change what is built);
+    {type: git, commit} -> 'git:<commit>' (the full commit id names the tree wherever it was cloned from).
     """
     if not isinstance(source, dict):
         _error('build spec source must be a dict with a type, got %r' % (source,))
@@ -48,7 +53,13 @@ def _source_identity(source):
             _error('build spec source of type %s needs the tarball sha256 (64 hex digits), got %r'
                    % (kind, source.get('sha256')))
         return 'sha256:%s' % digest
-    _error('build spec source type must be debian, url or mirror, got %r' % (kind,))
+    if kind == 'git':
+        commit = str(source.get('commit', ''))
+        if not _COMMIT.match(commit):
+            _error('build spec source of type git needs the full commit id (40 lower-case hex digits), got %r'
+                   % (source.get('commit'),))
+        return 'git:%s' % commit
+    _error('build spec source type must be debian, url, mirror or git, got %r' % (kind,))
 
 
 def build_artifact_canonical(spec):
@@ -58,7 +69,7 @@ def build_artifact_canonical(spec):
     missing = [key for key in _SPEC_KEYS if key not in spec]
     if missing:
         _error('build spec lacks %s' % ', '.join(missing))
-    unknown = sorted(set(spec) - set(_SPEC_KEYS))
+    unknown = sorted(set(spec) - set(_SPEC_KEYS) - set(_OPTIONAL_KEYS))
     if unknown:
         _error('build spec has unknown keys %s' % ', '.join(unknown))
     for key in ('configure_flags', 'depends'):
@@ -76,7 +87,31 @@ def build_artifact_canonical(spec):
         'cuda': str(spec['cuda']) if spec['cuda'] not in (None, '', 'none', False) else 'none',
         'depends': sorted(str(dep) for dep in spec['depends']),
     }
+    canonical.update(_make_identity(spec))
     return json.dumps(canonical, sort_keys=True, separators=(',', ':'))
+
+
+def _make_identity(spec):
+    """The plain-Makefile part of the canonical text: {} for autotools (their ids do not change)."""
+    system = spec.get('build_system') or 'autotools'
+    if system not in ('autotools', 'make'):
+        _error('build spec build_system must be autotools or make, got %r' % (system,))
+    make_args = spec.get('make_args') or []
+    build_env = spec.get('build_env') or {}
+    if not isinstance(make_args, (list, tuple)):
+        _error('build spec make_args must be a list of NAME=value, got %r' % (make_args,))
+    bad = [arg for arg in make_args if not _MAKE_ARG.match(str(arg))]
+    if bad:
+        _error('build spec make_args must be NAME=value, got %r' % (bad,))
+    if not isinstance(build_env, dict):
+        _error('build spec build_env must be a dict, got %r' % (build_env,))
+    if system == 'autotools':
+        if make_args or build_env:
+            _error('build spec make_args and build_env belong to build_system make')
+        return {}
+    # Order matters to make (a later NAME=value wins): kept as given.
+    return {'build_system': 'make', 'make_args': [str(arg) for arg in make_args],
+            'build_env': {str(key): str(value) for key, value in build_env.items()}}
 
 
 def build_artifact_id(spec):
@@ -98,38 +133,74 @@ def build_artifact_builders(group_keys):
     return builders
 
 
-_DSC_ENTRY = re.compile(r'^\s+([0-9a-f]{64})\s+([0-9]+)\s+(\S+)\s*$')
+_BUILD_DIR = re.compile(r'^[^./][^/]*-[0-9a-f]{12}\Z')
 
 
-def debian_dsc_files(dsc_text):
-    """The files of a Debian source package (name, sha256, size) from its .dsc's Checksums-Sha256 field.
+def build_artifact_prune(found, current, keep):
+    """The build prefixes to remove on a node: all but the `keep` newest (by modification time) of the
+    <version>-<id> directories found, never `current` (the build `current` points at, always kept and counted).
 
-    The list must hold exactly one main upstream tarball (<src>_<version>.orig.tar.*).
+    found: the files list of ansible.builtin.find (path, mtime); other names (current, .unpack directories) are left.
     """
-    if not isinstance(dsc_text, str):
-        _error('debian_dsc_files expects the text of a .dsc file')
-    entries = []
-    in_section = False
-    for line in dsc_text.splitlines():
-        if line.startswith('Checksums-Sha256:'):
-            in_section = True
+    try:
+        keep = int(keep)
+    except (TypeError, ValueError):
+        _error('build_artifact_prune: keep must be a whole number, got %r' % (keep,))
+    if keep < 1:
+        _error('build_artifact_prune: keep must be at least 1 (the current build), got %d' % keep)
+    builds = []
+    for entry in found or []:
+        path = str(entry.get('path', ''))
+        name = path.rstrip('/').rsplit('/', 1)[-1]
+        if _BUILD_DIR.match(name):
+            builds.append((name == current, float(entry.get('mtime') or 0), path))
+    # The current build first, then the newest; ties broken by path so the choice is the same on every run.
+    builds.sort(key=lambda build: (not build[0], -build[1], build[2]))
+    return sorted(path for _current, _mtime, path in builds[keep:])
+
+
+# The builder's steps in the role's order: (name of the registered result, what the step does).
+_BUILDER_STEPS = (
+    ('tools', 'installing the build tools'),
+    ('compiler', 'reading the compiler version (cc --version)'),
+    ('build', 'the build'),
+)
+_TAIL_LINES = 20
+
+
+def _text(value):
+    return str(value if value is not None else '').strip()
+
+
+def build_artifact_builder_failure(results, builder='the builder', log=''):
+    """What went wrong on a group's builder, from the results it registered, for the other nodes of its group.
+
+    results: {'tools': <install result>, 'compiler': <cc --version result>, 'build': <async_status result>,
+    'log_tail': <result of reading the logs' ends>} as registered on the builder (any may be missing: a step not
+    reached). Returns one line naming the builder, the step and its error (and the end of the build log for a
+    failed build), or '' when none of the steps failed: the failure was elsewhere and is in the builder's own error.
+    """
+    if not isinstance(results, dict):
+        _error('build_artifact_builder_failure expects a dict of the builder\'s registered results')
+    for key, step in _BUILDER_STEPS:
+        result = results.get(key)
+        if not isinstance(result, dict) or result.get('skipped'):
             continue
-        if in_section:
-            match = _DSC_ENTRY.match(line)
-            if not match:
-                # The field's continuation lines start with white space; anything else ends it.
-                if line[:1] in (' ', '\t'):
-                    _error('unreadable Checksums-Sha256 line in the .dsc: %r' % line)
-                break
-            entries.append({'name': match.group(3), 'sha256': match.group(1), 'size': int(match.group(2))})
-    if not entries:
-        _error('the .dsc has no Checksums-Sha256 field')
-    # Component tarballs are named <src>_<ver>.orig-<component>.tar.*; exactly one main one must be there.
-    origs = [entry['name'] for entry in entries if re.search(r'[.]orig[.]tar[.][a-z0-9]+$', entry['name'])]
-    if len(origs) != 1:
-        _error('the .dsc lists %d main orig tarballs among %s, expected one'
-               % (len(origs), ', '.join(entry['name'] for entry in entries)))
-    return entries
+        if key == 'build':
+            finished = bool(result.get('finished'))
+            rc = result.get('rc')
+            if finished and rc == 0:
+                continue
+            cause = 'exit status %s' % rc if finished else 'not finished within build_artifact_timeout'
+            tail = results.get('log_tail') or {}
+            lines = _text(tail.get('stdout') if isinstance(tail, dict) else '').splitlines()[-_TAIL_LINES:]
+            where = ' (full log %s on %s)' % (log, builder) if log else ''
+            listing = (':\n' + '\n'.join(lines)) if lines else ''
+            return '%s failed on %s: %s%s%s' % (step, builder, cause, where, listing)
+        if result.get('failed'):
+            message = _text(result.get('msg')) or _text(result.get('stderr')) or 'failed'
+            return '%s failed on %s: %s' % (step, builder, message.splitlines()[0] if message else message)
+    return ''
 
 
 class FilterModule:
@@ -139,5 +210,6 @@ class FilterModule:
         return {
             'build_artifact_id': build_artifact_id,
             'build_artifact_builders': build_artifact_builders,
-            'debian_dsc_files': debian_dsc_files,
+            'build_artifact_builder_failure': build_artifact_builder_failure,
+            'build_artifact_prune': build_artifact_prune,
         }

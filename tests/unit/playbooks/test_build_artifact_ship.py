@@ -1,7 +1,8 @@
 # Copyright (c) 2026, trainstack.cluster developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The build_artifact role's ship step (tasks/ship.yml): archive present, tampered, or never built."""
+"""The build_artifact role's ship step (tasks/ship.yml): archive present, tampered, cut short, or never built; a node
+that an earlier ship left half unpacked."""
 
 from __future__ import annotations
 
@@ -34,9 +35,9 @@ def make_archive(directory, record=None):
     return path
 
 
-def ship(tmp_path, archive):
+def ship(tmp_path, archive, **extra):
     root = tmp_path / "root"
-    returncode, report, stderr = run_playbook(PLAYBOOK, "-e", json.dumps({"archive": str(archive), "root": str(root)}))
+    returncode, report, stderr = run_playbook(PLAYBOOK, "-e", json.dumps(dict(extra, archive=str(archive), root=str(root))))
     messages = [result.get("msg", "") for play in report["plays"] for task in play["tasks"]
                 for result in task["hosts"].values() if result.get("failed")]
     return returncode, messages, root, stderr
@@ -66,4 +67,41 @@ def test_missing_archive_names_the_builder(tmp_path):
     assert len(messages) == 1
     assert "is not on the controller" in messages[0] and "built on builder-node" in messages[0]
     assert "Debian-12-x86_64-cuda-none" in messages[0]
+    assert not root.exists()
+
+
+def test_an_interrupted_unpack_is_replaced_by_the_whole_build(tmp_path):
+    # What the unpack of an earlier run left when it was killed: part of the prefix without its build record, and
+    # the unpack directory of this release of the role.
+    archive = make_archive(tmp_path)
+    pkg = tmp_path / "root" / "ucx"
+    (pkg / "1.13.1-0123456789ab" / "lib").mkdir(parents=True)
+    (pkg / "1.13.1-0123456789ab" / "lib" / "libucp.so.0").write_text("half a library", encoding="utf-8")
+    (pkg / ".1.13.1-0123456789ab.unpack" / "1.13.1-0123456789ab").mkdir(parents=True)
+    returncode, messages, root, stderr = ship(tmp_path, archive)
+    assert returncode == 0, (messages, stderr)
+    assert sorted(os.listdir(root / "ucx")) == ["1.13.1-0123456789ab"]
+    assert sorted(os.listdir(root / "ucx" / "1.13.1-0123456789ab")) == [".build-info.json"]
+
+
+def test_an_archive_without_its_record_is_a_fetch_cut_short_and_is_not_shipped(tmp_path):
+    archive = make_archive(tmp_path)
+    os.remove(str(archive) + ".sha256")
+    returncode, messages, root, _stderr = ship(tmp_path, archive)
+    assert returncode != 0
+    assert len(messages) == 1
+    assert "is not on the controller (only the archive, without its .sha256 record: a fetch cut short)" in messages[0]
+    assert not root.exists()
+
+
+def test_a_failed_build_is_named_on_every_other_node_with_the_step_and_the_log_tail(tmp_path):
+    # async_status of the build as the builder registered it, and its "Read the end of config.log and of the build log".
+    tail = "== /var/tmp/trainstack-build/ucx-1.13.1-0123456789ab.log\nconfigure: error: cannot find libibverbs"
+    returncode, messages, root, _stderr = ship(tmp_path, tmp_path / ARCHIVE,
+                                               builder_build={"ansible_job_id": "1", "finished": 1, "rc": 1},
+                                               builder_tail={"rc": 0, "stdout": tail})
+    assert returncode != 0
+    assert len(messages) == 1
+    assert ("that host failed: the build failed on builder-node: exit status 1 (full log "
+            "/var/tmp/trainstack-build/ucx-1.13.1-0123456789ab.log on builder-node):\n" + tail) in messages[0]
     assert not root.exists()

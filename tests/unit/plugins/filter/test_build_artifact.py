@@ -1,19 +1,17 @@
 # Copyright (c) 2026, trainstack.cluster developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""build_artifact_id, build_artifact_builders and debian_dsc_files."""
+"""build_artifact_id and build_artifact_builders."""
 
 from __future__ import annotations
 
 import hashlib
-import os
 
 import pytest
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.trainstack.cluster.plugins.filter import build_artifact
 
-FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'fixtures', 'debian_dsc')
 
 SPEC = {
     'name': 'ucx', 'version': '1.13.1',
@@ -81,7 +79,14 @@ def test_no_cuda_spellings_are_one_build(none):
     (dict(SPEC, source='debian'), 'source must be a dict'),
     (dict(SPEC, source={'type': 'debian', 'package': 'ucx'}), 'needs package and debian_version'),
     (dict(SPEC, source={'type': 'url', 'sha256': ''}), 'needs the tarball sha256'),
-    (dict(SPEC, source={'type': 'git'}), 'source type must be debian, url or mirror'),
+    (dict(SPEC, source={'type': 'svn'}), 'source type must be debian, url, mirror or git'),
+    (dict(SPEC, source={'type': 'git'}), 'needs the full commit id'),
+    (dict(SPEC, source={'type': 'git', 'commit': 'a0b82b2'}), 'needs the full commit id'),
+    (dict(SPEC, source={'type': 'git', 'commit': 'v2.19.6'}), 'needs the full commit id'),
+    (dict(SPEC, build_system='cmake'), 'build_system must be autotools or make'),
+    (dict(SPEC, make_args=['MPI=1']), 'make_args and build_env belong to build_system make'),
+    (dict(SPEC, build_system='make', make_args=['-j8']), 'make_args must be NAME=value'),
+    (dict(SPEC, build_system='make', make_args='MPI=1'), 'make_args must be a list'),
 ])
 def test_bad_specs_are_refused(spec, message):
     with pytest.raises(AnsibleFilterError, match=message):
@@ -94,29 +99,98 @@ def test_one_builder_per_group_first_in_play_order():
     assert build_artifact.build_artifact_builders(keys) == {'n3': 'n3', 'n1': 'n1', 'n2': 'n3', 'n4': 'n1', 'a1': 'a1'}
 
 
-@pytest.mark.parametrize('name, expected', [
-    ('ucx_1.13.1-1.dsc', [
-        {'name': 'ucx_1.13.1.orig.tar.xz', 'sha256': '1a88e09ca1b406c046a469c2ae271d2c330050b5664c0bcd9890e26c6ef09f3c',
-         'size': 2067176},
-        {'name': 'ucx_1.13.1-1.debian.tar.xz', 'sha256': 'e0a407539b44d3aa81e3f11fc43a3ad512550944a59227e2105317446fd2e0ff',
-         'size': 6268}]),
-    ('openmpi_4.1.4-3.dsc', [
-        {'name': 'openmpi_4.1.4.orig.tar.xz', 'sha256': 'ddaee7dbdb01eb4fab1fda5b5e03e8bbff026711806c095c1f39bb410f99f263',
-         'size': 6916772},
-        {'name': 'openmpi_4.1.4-3.debian.tar.xz', 'sha256': 'd8e17f15993eddd9ab8a490cdd93f24e2fd32b730cf17dc5b071f8126106d59f',
-         'size': 68788}]),
+GIT_MAKE = dict(SPEC, name='nccl-tests', version='2.19.6', configure_flags=[], cuda='11.8',
+                source={'type': 'git', 'commit': 'a0b82b2260cf5152b9f8c061bbf7eaf0ba096432'},
+                build_system='make', make_args=['MPI=0', 'NVCC_GENCODE=-gencode=arch=compute_80,code=sm_80'],
+                build_env={'LD_RUN_PATH': '/opt/nccl/lib'})
+
+
+def test_git_make_canonical_text():
+    # Written out by hand: the source is the commit, the make part follows the autotools keys.
+    assert build_artifact.build_artifact_canonical(GIT_MAKE) == (
+        '{"arch":"x86_64","build_env":{"LD_RUN_PATH":"/opt/nccl/lib"},"build_system":"make",'
+        '"compiler":"gcc (Debian 12.2.0-14) 12.2.0","configure_flags":[],"cuda":"11.8","depends":[],'
+        '"make_args":["MPI=0","NVCC_GENCODE=-gencode=arch=compute_80,code=sm_80"],"name":"nccl-tests",'
+        '"os":"Debian-12.11","source":"git:a0b82b2260cf5152b9f8c061bbf7eaf0ba096432","version":"2.19.6"}')
+
+
+def test_autotools_ids_do_not_see_the_make_keys():
+    # ucx and openmpi pass the make keys empty: their ids are those of the specs without them.
+    assert build_artifact.build_artifact_id(dict(SPEC, build_system='autotools', make_args=[], build_env={})) == \
+        build_artifact.build_artifact_id(SPEC)
+
+
+@pytest.mark.parametrize('key, value', [
+    ('make_args', ['MPI=1', 'NVCC_GENCODE=-gencode=arch=compute_80,code=sm_80']),
+    ('make_args', ['NVCC_GENCODE=-gencode=arch=compute_80,code=sm_80', 'MPI=0']),
+    ('build_env', {'LD_RUN_PATH': '/opt/other/lib'}),
+    ('source', {'type': 'git', 'commit': 'b' * 40}),
 ])
-def test_dsc_files(name, expected):
-    with open(os.path.join(FIXTURES, name), encoding='utf-8') as handle:
-        assert build_artifact.debian_dsc_files(handle.read()) == expected
+def test_every_make_input_changes_the_id(key, value):
+    assert build_artifact.build_artifact_id(dict(GIT_MAKE, **{key: value})) != build_artifact.build_artifact_id(GIT_MAKE)
 
 
-def test_dsc_without_sha256_is_refused():
-    with pytest.raises(AnsibleFilterError, match='no Checksums-Sha256'):
-        build_artifact.debian_dsc_files('Format: 3.0 (quilt)\nSource: ucx\nFiles:\n 470a 1 ucx_1.orig.tar.xz\n')
+# The builder's registered results in the shapes Ansible gives them: a package task that failed, a command that could
+# not start, async_status of a finished and of an unfinished job (finished is 1 or 0), a shell task's stdout.
+FAILED_TOOLS = {'changed': False, 'failed': True, 'msg': 'No package matching autoconf is available'}
+NO_CC = {'changed': False, 'failed': True, 'rc': 2, 'cmd': 'cc --version',
+         'msg': "[Errno 2] No such file or directory: b'cc'", 'stdout': '', 'stderr': ''}
+CC_OK = {'changed': False, 'rc': 0, 'stdout': 'cc (Debian 12.2.0-14) 12.2.0', 'stdout_lines': ['cc (Debian 12.2.0-14) 12.2.0']}
+BUILD_EXIT_2 = {'ansible_job_id': 'j1', 'finished': 1, 'rc': 2, 'changed': True}
+BUILD_RUNNING = {'ansible_job_id': 'j1', 'finished': 0, 'started': 1, 'attempts': 360}
+BUILD_OK = {'ansible_job_id': 'j1', 'finished': 1, 'rc': 0, 'changed': True}
+TAIL = {'rc': 0, 'stdout': '== /var/tmp/trainstack-build/ucx.log\n' + '\n'.join('line %d' % n for n in range(1, 31))
+        + "\nmake: *** [Makefile:640: all-recursive] Error 1"}
 
 
-def test_dsc_without_orig_tarball_is_refused():
-    text = 'Checksums-Sha256:\n %s 6268 ucx_1.13.1-1.debian.tar.xz\nFiles:\n' % ('e' * 64)
-    with pytest.raises(AnsibleFilterError, match='lists 0 main orig tarballs'):
-        build_artifact.debian_dsc_files(text)
+@pytest.mark.parametrize('results, expected', [
+    ({'tools': FAILED_TOOLS},
+     'installing the build tools failed on n1: No package matching autoconf is available'),
+    ({'tools': {'changed': False}, 'compiler': NO_CC},
+     "reading the compiler version (cc --version) failed on n1: [Errno 2] No such file or directory: b'cc'"),
+    ({'tools': {'changed': False}, 'compiler': CC_OK, 'build': BUILD_RUNNING},
+     'the build failed on n1: not finished within build_artifact_timeout (full log /var/tmp/b.log on n1)'),
+    ({'tools': {'skipped': True}, 'compiler': CC_OK, 'build': BUILD_EXIT_2, 'log_tail': TAIL},
+     'the build failed on n1: exit status 2 (full log /var/tmp/b.log on n1):\n'
+     + '\n'.join('line %d' % n for n in range(12, 31)) + '\nmake: *** [Makefile:640: all-recursive] Error 1'),
+    # Nothing of these failed (a source refused on the controller, a fetch): the builder's own error says it.
+    ({'tools': {'changed': False}, 'compiler': CC_OK, 'build': BUILD_OK}, ''),
+    ({}, ''),
+])
+def test_the_builder_failure_names_the_step_and_the_log_tail(results, expected):
+    assert build_artifact.build_artifact_builder_failure(results, builder='n1', log='/var/tmp/b.log') == expected
+
+
+def test_the_builder_failure_wants_a_dict():
+    with pytest.raises(AnsibleFilterError, match='registered results'):
+        build_artifact.build_artifact_builder_failure(['tools'])
+
+
+# ansible.builtin.find's files entries (path, mtime as a float) under <root>/ucx.
+FOUND = [
+    {'path': '/opt/trainstack/ucx/1.13.1-aaaaaaaaaaaa', 'mtime': 100.0},
+    {'path': '/opt/trainstack/ucx/1.13.1-bbbbbbbbbbbb', 'mtime': 300.0},
+    {'path': '/opt/trainstack/ucx/1.17.0-cccccccccccc', 'mtime': 200.0},
+    {'path': '/opt/trainstack/ucx/1.13.1-dddddddddddd', 'mtime': 400.0},
+    # Not builds: an unpack directory and a name without an id.
+    {'path': '/opt/trainstack/ucx/.1.13.1-eeeeeeeeeeee.unpack', 'mtime': 50.0},
+    {'path': '/opt/trainstack/ucx/local-copy', 'mtime': 10.0},
+]
+
+
+@pytest.mark.parametrize('current, keep, expected', [
+    ('1.13.1-dddddddddddd', 3, ['/opt/trainstack/ucx/1.13.1-aaaaaaaaaaaa']),
+    ('1.13.1-dddddddddddd', 1, ['/opt/trainstack/ucx/1.13.1-aaaaaaaaaaaa', '/opt/trainstack/ucx/1.13.1-bbbbbbbbbbbb',
+                                '/opt/trainstack/ucx/1.17.0-cccccccccccc']),
+    # A rollback: current points at the oldest build; it stays, the newest others fill the rest.
+    ('1.13.1-aaaaaaaaaaaa', 2, ['/opt/trainstack/ucx/1.13.1-bbbbbbbbbbbb', '/opt/trainstack/ucx/1.17.0-cccccccccccc']),
+    ('1.13.1-dddddddddddd', 10, []),
+])
+def test_prune_keeps_the_current_and_the_newest(current, keep, expected):
+    assert build_artifact.build_artifact_prune(FOUND, current=current, keep=keep) == expected
+
+
+@pytest.mark.parametrize('keep', [0, -1, 'many'])
+def test_prune_keeps_at_least_the_current_build(keep):
+    with pytest.raises(AnsibleFilterError, match='keep must be'):
+        build_artifact.build_artifact_prune(FOUND, current='1.13.1-dddddddddddd', keep=keep)
