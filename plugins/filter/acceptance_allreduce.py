@@ -11,6 +11,8 @@ is best.
 
 from __future__ import annotations
 
+import re
+
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.trainstack.cluster.plugins.filter.acceptance import acceptance_parse_allreduce, size_label
@@ -160,7 +162,7 @@ def acceptance_allreduce_result(outputs, check, nodes=None, order=None):
             'attempts': len(texts)}
     problems = []
     if run['errors'] or not run['complete']:
-        problems.append('; '.join(run['errors'] or ['no result line'])[:300])
+        problems.append('; '.join(run['errors'] or ['no result line'])[:600])
     if run['wrong']:
         problems.append('%d wrong result(s) in nccl-tests\' #wrong column' % run['wrong'])
     missing = sorted(set(nodes or []) - set(run.get('hosts') or []))
@@ -186,6 +188,76 @@ def acceptance_allreduce_result(outputs, check, nodes=None, order=None):
     return dict(data, check=check, status='pass', reason=reason)
 
 
+# The all-reduce sizes of both tools: x4 from 1 MiB, as the pytorch role's benchmark steps.
+NCCL_TESTS_MIN = '1M'
+NCCL_TESTS_STEP = '4'
+# The pytorch role's benchmark stops at 4 GiB on GPUs unless told otherwise; nccl-tests across nodes does the same.
+MULTI_NODE_MAX_MIB = 4096
+MULTI_NODE_TOOLS = ('auto', 'nccl-tests', 'pytorch')
+
+
+def acceptance_nccl_tests_argv(path, max_mib, gpus_per_process=1):
+    """nccl-tests' all_reduce_perf command line: sizes x4 from 1 MiB to ``max_mib`` MiB, ``-g`` GPUs per process,
+    ``-c 1`` to check every result (a wrong sum is counted in #wrong and fails the run)."""
+    try:
+        max_mib, gpus_per_process = int(max_mib), int(gpus_per_process)
+    except (TypeError, ValueError):
+        _error('nccl-tests needs whole numbers for the largest size (MiB) and GPUs per process, got %r and %r'
+               % (max_mib, gpus_per_process))
+    if not path or not str(path).startswith('/'):
+        _error('acceptance_nccl_tests_path must be an absolute path, got %r' % (path,))
+    if max_mib < 1 or gpus_per_process < 1:
+        _error('nccl-tests needs a largest size of at least 1 MiB and one GPU per process, got %s MiB and %s GPUs'
+               % (max_mib, gpus_per_process))
+    return [str(path), '-b', NCCL_TESTS_MIN, '-e', '%dM' % max_mib, '-f', NCCL_TESTS_STEP, '-g', str(gpus_per_process), '-c', '1']
+
+
+def acceptance_nccl_tests_mpi_problem(ldd, path, gpus):
+    """Why a node cannot be a rank host of nccl-tests across nodes ('' when it can), from ``ldd`` of its all_reduce_perf
+    (a command result: rc, stdout, stderr; None when not looked at) and its GPU count. Across nodes the ranks are
+    started by ``srun --mpi=pmix``: only an MPI=1 build (linked with libmpi) joins them into one job; an MPI=0 build
+    would run one independent single-node test per rank."""
+    if int(gpus or 0) < 1:
+        return 'no GPU on this node: nccl-tests runs one rank per GPU'
+    if not isinstance(ldd, dict) or 'rc' not in ldd:
+        return 'nccl-tests was not looked for at %s' % path
+    if ldd.get('rc') != 0:
+        said = [line for line in str(ldd.get('stderr') or ldd.get('stdout') or ldd.get('msg') or '').splitlines() if line.strip()]
+        return 'nccl-tests not usable at %s (%s)' % (path, said[-1].strip()[:200] if said else 'ldd exit status %s' % ldd.get('rc'))
+    stdout = str(ldd.get('stdout') or '')
+    missing = [line.split('=>')[0].strip() for line in stdout.splitlines() if 'not found' in line]
+    if missing:
+        return 'nccl-tests at %s cannot load %s' % (path, ', '.join(missing))
+    if not re.search(r'(?m)^\s*libmpi\.so', stdout):
+        return 'nccl-tests at %s is built without MPI (MPI=0): srun cannot join its ranks into one test' % path
+    return ''
+
+
+def acceptance_allreduce_multi_tool(problems, tool='auto'):
+    """Which tool runs the all-reduce across nodes, from {node: why it cannot host nccl-tests ranks ('' when it can)}.
+
+    ``tool`` is acceptance_allreduce_multi_node_tool: C(pytorch) always takes the pytorch role's benchmark; C(nccl-tests)
+    always takes nccl-tests, and a node that cannot run it is left out with its reason (judged alone, never a silent
+    fallback); C(auto) takes nccl-tests when every node can run it, else the benchmark, saying which node decided.
+    Returns {'tool', 'reason', 'problems'} (problems: the nodes nccl-tests leaves out; empty for the benchmark).
+    """
+    if tool not in MULTI_NODE_TOOLS:
+        _error('acceptance_allreduce_multi_node_tool must be one of %s, got %r' % (', '.join(MULTI_NODE_TOOLS), tool))
+    problems = dict(problems or {})
+    failing = dict((node, reason) for node, reason in sorted(problems.items()) if reason)
+    if tool == 'pytorch':
+        return {'tool': 'pytorch', 'reason': 'acceptance_allreduce_multi_node_tool is pytorch', 'problems': {}}
+    if tool == 'nccl-tests':
+        return {'tool': 'nccl-tests', 'reason': 'acceptance_allreduce_multi_node_tool is nccl-tests', 'problems': failing}
+    if problems and not failing:
+        return {'tool': 'nccl-tests', 'reason': 'every node has an MPI build of nccl-tests and GPUs', 'problems': {}}
+    if not problems:
+        return {'tool': 'pytorch', 'reason': 'no node to look at', 'problems': {}}
+    node = next(iter(failing))
+    return {'tool': 'pytorch', 'reason': 'the pytorch benchmark, as %s cannot run nccl-tests: %s' % (node, failing[node]),
+            'problems': {}}
+
+
 class FilterModule:
     """All-reduce hook filters of the acceptance suite."""
 
@@ -194,4 +266,7 @@ class FilterModule:
             'acceptance_nccl_sets': acceptance_nccl_sets,
             'acceptance_nccl_compare': acceptance_nccl_compare,
             'acceptance_allreduce_result': acceptance_allreduce_result,
+            'acceptance_nccl_tests_argv': acceptance_nccl_tests_argv,
+            'acceptance_nccl_tests_mpi_problem': acceptance_nccl_tests_mpi_problem,
+            'acceptance_allreduce_multi_tool': acceptance_allreduce_multi_tool,
         }

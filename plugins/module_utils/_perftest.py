@@ -3,9 +3,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Parse the report of perftest's ib_{send,write,read}_{bw,lat} (client or server side).
 
-Bandwidth tests print ``BW peak``/``BW average`` in MB/sec (perftest's MB is 2^20 bytes) or, with
-``--report_gbits``, in Gb/sec; every row also gets ``bw_average_gbps`` so that callers compare one
-unit. A table header without rows, a row that does not have the header's columns or a negative
+Bandwidth tests print ``BW peak``/``BW average`` in MB/sec (perftest's MB is 2^20 bytes; later
+releases call the same unit MiB/sec) or, with ``--report_gbits``, in Gb/sec; every row also gets
+``bw_average_gbps`` so that callers compare one unit. A report quoted in an e-mail (``> ``) or pasted
+behind comment marks (``#  #bytes ...``) is read without them. A table header without rows, a row that does not have the header's columns or a negative
 figure raises PerftestParseError: a garbled report never turns into a number.
 """
 
@@ -16,8 +17,8 @@ import re
 # perftest divides by 0x100000 for MB/sec and by 125000000 (10^9 / 8) for Gb/sec.
 MBYTES_TO_GBITS = 1048576 * 8 / 1e9
 
-_BW_HEADER = re.compile(r'^\s*#bytes\s+#iterations\s+BW peak\[(?P<unit>MB/sec|Gb/sec)\]\s+BW average\[(?P=unit)\]'
-                        r'\s+MsgRate\[Mpps\](?P<rest>.*)$')
+_BW_HEADER = re.compile(r'^\s*#bytes\s+#iterations\s+BW peak\[(?P<unit>MB/sec|MiB/sec|Gb/sec)\]\s+BW average\[(?P=unit)\]'
+                        r'(?P<msgrate>\s+MsgRate\[Mpps\])?(?P<rest>.*)$')
 _LAT_HEADER = re.compile(r'^\s*#bytes\s+#iterations\s+t_min\[usec\]\s+t_max\[usec\]\s+t_typical\[usec\]'
                          r'(?P<rest>.*)$')
 _ANY_HEADER = re.compile(r'^\s*#bytes\b')
@@ -26,6 +27,9 @@ _SETTING = re.compile(r'(?P<key>[A-Za-z][A-Za-z0-9_ .*-]*?)\s*:\s*(?P<value>\S+)
 _NUMBER = r'-?[0-9]+(?:\.[0-9]+)?'
 _RULE = re.compile(r'^\s*-{20,}\s*$')
 _SERVER_BANNER = 'Waiting for client to connect'
+# Quote marks of an e-mail ('> ') or comment marks of a paste ('#  #bytes', '#  65536 ...') before the report.
+_QUOTE = re.compile(r'^\s*(?:>[ \t]?)+')
+_COMMENT = re.compile(r'^\s*#\s+(?=#bytes\b|\d)')
 LAT_COLUMNS = ('t_min', 't_max', 't_typical', 't_avg', 't_stdev', 'p99', 'p99_9')
 
 
@@ -65,6 +69,10 @@ def _row_values(line, expected, header_line):
 def parse(text):
     """The report as a dict: test, kind (bw or lat), unit, device, link_type, connection_type, qps, side, rows."""
     lines = (text or '').splitlines()
+    if any(_QUOTE.match(line) and _ANY_HEADER.match(_QUOTE.sub('', line)) for line in lines):
+        lines = [_QUOTE.sub('', line) for line in lines]
+    if any(_COMMENT.match(line) and _ANY_HEADER.match(_COMMENT.sub('', line)) for line in lines):
+        lines = [_COMMENT.sub('', line) for line in lines]
     header_index = None
     for index, line in enumerate(lines):
         if _ANY_HEADER.match(line):
@@ -78,9 +86,10 @@ def parse(text):
         raise PerftestParseError('no result table: unknown perftest header %r' % header.strip())
     if bw:
         extra = re.findall(r'(?:BW )?\S+\[[^\]]+\]', bw.group('rest'))
-        if any(column not in ('BW min[Gb/sec]', 'BW min[MB/sec]', 'CPU_Util[%]') for column in extra):
+        if any(column not in ('BW min[Gb/sec]', 'BW min[MB/sec]', 'BW min[MiB/sec]', 'CPU_Util[%]') for column in extra):
             raise PerftestParseError('unknown perftest bandwidth columns %s' % extra)
-        columns = ['bw_peak', 'bw_average', 'msg_rate_mpps'] + [
+        # perftest 1.x printed no MsgRate column.
+        columns = ['bw_peak', 'bw_average'] + (['msg_rate_mpps'] if bw.group('msgrate') else []) + [
             {'CPU_Util[%]': 'cpu_util_percent'}.get(column, 'bw_min') for column in extra]
         unit = bw.group('unit')
     else:

@@ -53,6 +53,7 @@ def run_validate(tmp_path, *options, children=None):
     proc = subprocess.run([ANSIBLE_PLAYBOOK, '-i', str(inventory), os.path.join(ROOT, 'playbooks', 'validate.yml'),
                            '-e', 'acceptance_output_dir=' + str(out)] + list(options),
                           env=env, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.stdout.startswith('{'), 'ansible-playbook printed no JSON (rc %s): %s' % (proc.returncode, (proc.stdout + proc.stderr)[-3000:])
     return proc, json.loads(proc.stdout), out
 
 
@@ -67,7 +68,7 @@ def task_results(report, name):
 def test_validate_writes_the_report_and_fails_on_the_failing_node(tmp_path):
     proc, report, out = run_validate(tmp_path)
     assert proc.returncode == 2, proc.stderr
-    document = json.loads((out / 'acceptance.json').read_text(encoding='utf-8'))
+    document = json.loads((out / 'latest' / 'acceptance.json').read_text(encoding='utf-8'))
     by_name = {node['name']: node for node in document['nodes']}
     assert {name: node['status'] for name, node in by_name.items()} == {'gpu-a': 'pass', 'gpu-b': 'fail', 'cpu-c': 'skip'}
     assert [node['name'] for node in document['failing_nodes']] == ['gpu-b']
@@ -83,13 +84,13 @@ def test_validate_writes_the_report_and_fails_on_the_failing_node(tmp_path):
     checks_a = {check['check']: check for check in by_name['gpu-a']['checks']}
     assert checks_a['ib_send_bw_pairs']['reason'] == 'only gpu-a has an ACTIVE RDMA port in this play: no pair to test'
     assert all(check['status'] == 'skip' and check['reason'] for check in by_name['cpu-c']['checks'])
-    markdown = (out / 'acceptance.md').read_text(encoding='utf-8')
+    markdown = (out / 'latest' / 'acceptance.md').read_text(encoding='utf-8')
     assert '- **gpu-b** (FAIL)' in markdown and '| 4GiB | 343.3 | 343.3 | 343.3 | 291.0 | PASS |' in markdown
     shown = next(iter(task_results(report, 'Show the result per node').values()))['msg']
     assert [line.split()[:2] for line in shown[1:4]] == [['cpu-c', 'skip'], ['gpu-a', 'PASS'], ['gpu-b', 'FAIL']]
     try:
         import matplotlib  # noqa: F401  pylint: disable=unused-import
-        assert (out / 'acceptance-busbw-gpu-b.png').exists() and (out / 'acceptance-ib-ports.png').exists()
+        assert (out / 'latest' / 'acceptance-busbw-gpu-b.png').exists() and (out / 'latest' / 'acceptance-ib-ports.png').exists()
     except ImportError:
         assert shown[-1].startswith('PNG skipped: matplotlib is not installed')
     failed = next(iter(task_results(report, 'Fail when a node failed acceptance').values()))
@@ -100,37 +101,46 @@ def test_check_mode_writes_no_file(tmp_path):
     proc, report, out = run_validate(tmp_path, '--check', '-e', '{"acceptance_fail_on_error": false}')
     assert proc.returncode == 0, proc.stderr
     written = next(iter(task_results(report, 'Write the report (JSON, Markdown, PNG)').values()))
-    assert written['changed'] and str(out / 'acceptance.json') in written['files']
+    # The run's folder is named (run id), the link and the files would be written there; nothing is.
+    run_dir = written['run_dir']
+    assert written['changed'] and os.path.dirname(run_dir) == str(out) and written['latest'] == str(out / 'latest')
+    assert os.path.join(run_dir, 'acceptance.json') in written['files']
     assert not out.exists()
     mpi = next(iter(task_results(report, 'Record the result of mpi').values()))
     assert mpi['ansible_facts']['__acceptance_hook_results'][-1]['reason'] == 'check mode: no job is submitted'
 
 
-def test_job_hooks_skip_with_the_reason_that_applies(tmp_path):
-    # gpu-a is an MPI node, but no host submits Slurm jobs; the others are outside the mpi group.
+def test_job_hooks_fail_or_skip_with_the_reason_that_applies(tmp_path):
+    # gpu-a is an MPI node, but no host submits Slurm jobs: asked and not run, it fails; the others are outside the
+    # mpi group and skip.
     proc, _report, out = run_validate(tmp_path, '-e', '{"acceptance_fail_on_error": false}',
                                       children={'mpi': {'hosts': {'gpu-a': {}}}})
     assert proc.returncode == 0, proc.stderr
-    document = json.loads((out / 'acceptance.json').read_text(encoding='utf-8'))
+    document = json.loads((out / 'latest' / 'acceptance.json').read_text(encoding='utf-8'))
     mpi = {node['name']: next(check for check in node['checks'] if check['check'] == 'mpi') for node in document['nodes']}
-    assert {name: (check['status'], check['reason']) for name, check in mpi.items()} == {
-        'gpu-a': ('skip', 'no host submits Slurm jobs (no slurm_controller group; set acceptance_slurm_host)'),
-        'gpu-b': ('skip', 'not in the mpi group'),
-        'cpu-c': ('skip', 'not in the mpi group'),
+    assert {name: (check['status'], check['reason'], check.get('not_run')) for name, check in mpi.items()} == {
+        'gpu-a': ('fail', 'expected but not run: no host submits Slurm jobs (no slurm_controller group; set acceptance_slurm_host)', True),
+        'gpu-b': ('skip', 'not in the mpi group', None),
+        'cpu-c': ('skip', 'not in the mpi group', None),
     }
+    nodes = {node['name']: node for node in document['nodes']}
+    assert nodes['gpu-a']['not_run'] == ['mpi'] and 'mpi' in nodes['cpu-c']['skipped']
 
 
-def test_job_hooks_skip_where_their_stack_is_missing(tmp_path):
-    # A Slurm controller exists (cpu-c), but gpu-a has neither the shipped Open MPI nor the DDP job.
+def test_job_hooks_fail_where_their_stack_is_missing(tmp_path):
+    # A Slurm controller exists (cpu-c), but gpu-a has neither the shipped Open MPI nor PyTorch: no vacuous pass.
     proc, _report, out = run_validate(tmp_path, '-e', '{"acceptance_fail_on_error": false}',
                                       children={'mpi': {'hosts': {'gpu-a': {}}}, 'pytorch': {'hosts': {'gpu-a': {}}},
                                                 'slurm_controller': {'hosts': {'cpu-c': {}}}})
     assert proc.returncode == 0, proc.stderr
-    document = json.loads((out / 'acceptance.json').read_text(encoding='utf-8'))
+    document = json.loads((out / 'latest' / 'acceptance.json').read_text(encoding='utf-8'))
     checks = {node['name']: {check['check']: check for check in node['checks']} for node in document['nodes']}
-    assert checks['gpu-a']['mpi']['reason'] == ('Open MPI with a C compiler not found on any MPI node '
+    assert checks['gpu-a']['mpi']['reason'] == ('expected but not run: Open MPI with a C compiler not found on any MPI node '
                                                 '(/opt/trainstack/openmpi/current/bin/mpicc, cc)')
-    assert checks['gpu-a']['ddp']['reason'].startswith('the DDP smoke job is not installed on gpu-a (')
+    assert checks['gpu-a']['ddp']['reason'].startswith('expected but not run: the PyTorch launcher configuration is not installed (')
+    assert checks['gpu-a']['nccl_allreduce_single_node']['reason'].startswith(
+        'expected but not run: the PyTorch launcher configuration is not installed (')
+    assert {checks['gpu-a'][name]['status'] for name in ('mpi', 'ddp', 'nccl_allreduce_single_node')} == {'fail'}
     assert checks['cpu-c']['ddp']['reason'] == 'not in the pytorch group'
 
 
@@ -140,7 +150,7 @@ def test_job_hooks_can_be_turned_off_or_replaced(tmp_path):
     proc, _report, out = run_validate(tmp_path, '-e', json.dumps({'acceptance_fail_on_error': False, 'acceptance_builtin_hooks': [],
                                                                   'acceptance_hooks': {'ddp': str(hook)}}))
     assert proc.returncode == 0, proc.stderr
-    document = json.loads((out / 'acceptance.json').read_text(encoding='utf-8'))
+    document = json.loads((out / 'latest' / 'acceptance.json').read_text(encoding='utf-8'))
     checks = {check['check']: check for check in document['nodes'][0]['checks']}
     assert checks['mpi']['reason'] == 'hook not configured (acceptance_hooks.mpi)'
     # The hook's measurements stay in the report beside its status and reason.
@@ -162,7 +172,7 @@ def test_a_hook_says_by_the_variable_it_sets_whether_its_all_reduce_ran_on_the_n
                'acceptance_hooks': hooks}
     proc, _report, out = run_validate(tmp_path, '-e', json.dumps(options))
     assert proc.returncode == 0, proc.stderr
-    document = json.loads((out / 'acceptance.json').read_text(encoding='utf-8'))
+    document = json.loads((out / 'latest' / 'acceptance.json').read_text(encoding='utf-8'))
     checks = {check['check']: check for check in document['nodes'][0]['checks']}
     on_node = {entry['label']: entry['values'] for entry in checks['allreduce_busbw']['sizes']}
     across = {entry['label']: entry['values'] for entry in checks['allreduce_busbw_multi_node']['sizes']}
@@ -210,9 +220,10 @@ def test_the_single_node_all_reduce_repeats_a_miss_then_compares_the_tuned_set(t
                                       children={'pytorch': {'hosts': {'gpu-b': {}}}})
     assert proc.returncode == 0, proc.stderr
     runs = calls.read_text(encoding='utf-8').splitlines()
-    tool = os.path.join(ROOT, 'roles', 'pytorch', 'files', 'allreduce_bench.py') + ' --allow-one-rank'
+    # On GPUs the largest size is the node's table's (2 x H200: 4 GiB), passed on.
+    tool = os.path.join(ROOT, 'roles', 'pytorch', 'files', 'allreduce_bench.py') + ' --allow-one-rank --max-mib 4096'
     assert [line.strip() for line in runs] == [tool, tool, tool + ' NCCL_TOPO_FILE=/etc/nccl/topology.xml']
-    document = json.loads((out / 'acceptance.json').read_text(encoding='utf-8'))
+    document = json.loads((out / 'latest' / 'acceptance.json').read_text(encoding='utf-8'))
     checks = {node['name']: {check['check']: check for check in node['checks']} for node in document['nodes']}
     verdict = next(entry for entry in checks['gpu-b']['allreduce_busbw']['sizes'] if entry['label'] == '4GiB')
     assert verdict['values'] == [343.3, 344.7] and verdict['status'] == 'pass' and 'passed on attempt 2' in verdict['reason']
@@ -225,7 +236,7 @@ def test_the_single_node_all_reduce_repeats_a_miss_then_compares_the_tuned_set(t
     assert (gains['1MiB'], gains['4GiB']) == (-3.1, 0.0)
     assert checks['gpu-a']['nccl_allreduce_single_node']['reason'] == 'not in the pytorch group'
     assert 'allreduce_busbw_multi_node' not in checks['gpu-b']
-    assert '| size | default | topofile | best |' in (out / 'acceptance.md').read_text(encoding='utf-8')
+    assert '| size | default | topofile | best |' in (out / 'latest' / 'acceptance.md').read_text(encoding='utf-8')
 
 
 def test_the_single_node_all_reduce_runs_nccl_tests_where_it_is_installed(tmp_path):
@@ -237,7 +248,7 @@ def test_the_single_node_all_reduce_runs_nccl_tests_where_it_is_installed(tmp_pa
     tool.write_text('#!/bin/sh\necho "$* $(env | grep ^NCCL_ | sort | tr \'\\n\' \' \')" >> %s\ncat %s\n'
                     % (calls, fixture('nccl_tests', 'all_reduce_a100_2gpu_info_interleaved.txt')))
     tool.chmod(0o755)
-    no_thresholds = {size: None for size in ('16MiB', '64MiB', '256MiB', '1GiB', '2GiB', '4GiB')}
+    no_thresholds = {size: None for size in ('16MiB', '64MiB', '256MiB', '1GiB', '4GiB')}
     options = {'acceptance_fail_on_error': False, 'acceptance_allreduce_logs': [], 'acceptance_nccl_tests_path': str(tool),
                'acceptance_builtin_hooks': ['nccl_allreduce_single_node'], 'acceptance_busbw_overrides': no_thresholds,
                'pytorch_launch_config_path': str(tmp_path / 'missing.json'),
@@ -248,26 +259,64 @@ def test_the_single_node_all_reduce_runs_nccl_tests_where_it_is_installed(tmp_pa
     # gpu-b has 2 GPUs (h200_vm); cpu-c has none, so it looks for the PyTorch benchmark instead and says why it cannot.
     assert [line.strip() for line in calls.read_text(encoding='utf-8').splitlines()] == [
         '-b 1M -e 4096M -f 4 -g 2 -c 1', '-b 1M -e 4096M -f 4 -g 2 -c 1 NCCL_BUFFSIZE=8388608']
-    document = json.loads((out / 'acceptance.json').read_text(encoding='utf-8'))
+    document = json.loads((out / 'latest' / 'acceptance.json').read_text(encoding='utf-8'))
     checks = {node['name']: {check['check']: check for check in node['checks']} for node in document['nodes']}
     hook = checks['gpu-b']['nccl_allreduce_single_node']
     assert hook['status'] == 'pass' and hook['tool'] == 'nccl-tests'
     assert hook['reason'].startswith('nccl-tests all_reduce_perf: 3 sizes, busbw 192.43 GB/s at 512MiB; ')
     assert [entry['label'] for entry in checks['gpu-b']['allreduce_busbw']['sizes']] == ['128MiB', '256MiB', '512MiB']
-    assert checks['cpu-c']['nccl_allreduce_single_node']['reason'].startswith('the PyTorch launcher configuration is not installed (')
+    assert checks['cpu-c']['nccl_allreduce_single_node']['reason'].startswith('expected but not run: the PyTorch launcher configuration is not installed (')
 
 
-def test_the_all_reduce_hooks_skip_with_the_reason_that_applies(tmp_path):
+def nccl_tests_stand_in(tmp_path, case, rc=0):
+    """A stand-in all_reduce_perf: logs its arguments, prints a recorded real nccl-tests output, exits with rc."""
+    calls = tmp_path / 'calls.log'
+    tool = tmp_path / 'all_reduce_perf'
+    tool.write_text('#!/bin/sh\necho "$*" >> %s\ncat %s\nexit %d\n' % (calls, fixture('nccl_tests', case + '.txt'), rc))
+    tool.chmod(0o755)
+    return tool, calls
+
+
+def test_a_crash_after_a_complete_nccl_tests_table_fails_with_the_status_and_the_last_lines(tmp_path):
+    tool, calls = nccl_tests_stand_in(tmp_path, 'all_reduce_a100_2gpu_info_interleaved', rc=139)
+    no_thresholds = {size: None for size in ('16MiB', '64MiB', '256MiB', '1GiB', '4GiB')}
+    options = {'acceptance_fail_on_error': False, 'acceptance_allreduce_logs': [], 'acceptance_nccl_tests_path': str(tool),
+               'acceptance_builtin_hooks': ['nccl_allreduce_single_node'], 'acceptance_busbw_overrides': no_thresholds}
+    proc, _report, out = run_validate(tmp_path, '-e', json.dumps(options), children={'pytorch': {'hosts': {'gpu-b': {}}}})
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads((out / 'latest' / 'acceptance.json').read_text(encoding='utf-8'))
+    checks = {node['name']: {check['check']: check for check in node['checks']} for node in document['nodes']}
+    hook, verdict = checks['gpu-b']['nccl_allreduce_single_node'], checks['gpu-b']['allreduce_busbw']
+    assert hook['status'] == 'fail' and hook['reason'] == ('exit status 139 (non-zero return code) after a complete result table; last '
+                                                           'lines: # Out of bounds values : 0 OK | # Avg bus bandwidth : 179.465 | #')
+    assert verdict['status'] == 'fail' and 'exit status 139' in verdict['reason']
+    # A broken run fails at once: one run, no repeat.
+    assert len(calls.read_text(encoding='utf-8').splitlines()) == 1
+
+
+@pytest.mark.parametrize('overrides, largest', [({}, '4096M'), ({'16GiB': 460}, '16384M')])
+def test_an_8_gpu_node_runs_up_to_the_largest_size_of_its_thresholds(tmp_path, overrides, largest):
+    # gpu-a: 8 x H100 80GB HBM3 (hgx_h100, 81559 MiB each: a 16 GiB run fits a quarter of it).
+    tool, calls = nccl_tests_stand_in(tmp_path, 'all_reduce_a100x8_single_node_default_sizes')
+    options = {'acceptance_fail_on_error': False, 'acceptance_allreduce_logs': [], 'acceptance_nccl_tests_path': str(tool),
+               'acceptance_builtin_hooks': ['nccl_allreduce_single_node'], 'acceptance_busbw_overrides': overrides}
+    proc, _report, _out = run_validate(tmp_path, '-e', json.dumps(options), children={'pytorch': {'hosts': {'gpu-a': {}}}})
+    assert proc.returncode == 0, proc.stderr
+    assert calls.read_text(encoding='utf-8').splitlines()[0].strip() == '-b 1M -e %s -f 4 -g 8 -c 1' % largest
+
+
+def test_the_all_reduce_hooks_fail_or_skip_with_the_reason_that_applies(tmp_path):
     hooks = ['nccl_allreduce_single_node', 'nccl_allreduce_multi_node']
     children = {'pytorch': {'hosts': {'gpu-a': {}}}, 'slurm_controller': {'hosts': {'cpu-c': {}}}}
     options = {'acceptance_fail_on_error': False, 'acceptance_builtin_hooks': hooks,
                'pytorch_launch_config_path': str(tmp_path / 'missing.json')}
     proc, _report, out = run_validate(tmp_path, '-e', json.dumps(options), children=children)
     assert proc.returncode == 0, proc.stderr
-    document = json.loads((out / 'acceptance.json').read_text(encoding='utf-8'))
+    document = json.loads((out / 'latest' / 'acceptance.json').read_text(encoding='utf-8'))
     checks = {node['name']: {check['check']: check for check in node['checks']} for node in document['nodes']}
-    assert checks['gpu-a']['nccl_allreduce_single_node']['reason'].startswith('the PyTorch launcher configuration is not installed (')
-    assert checks['gpu-a']['nccl_allreduce_multi_node']['reason'].startswith('the all-reduce job is not installed on gpu-a (')
+    assert checks['gpu-a']['nccl_allreduce_single_node']['reason'].startswith('expected but not run: the PyTorch launcher configuration is not installed (')
+    assert checks['gpu-a']['nccl_allreduce_multi_node']['reason'].startswith('expected but not run: the PyTorch launcher configuration is not installed (')
+    assert checks['gpu-a']['nccl_allreduce_multi_node']['status'] == 'fail'
     assert checks['cpu-c']['nccl_allreduce_single_node']['reason'] == 'not in the pytorch group'
     assert checks['cpu-c']['nccl_allreduce_multi_node']['reason'] == 'not in the pytorch group'
     (tmp_path / 'check').mkdir()
@@ -276,6 +325,28 @@ def test_the_all_reduce_hooks_skip_with_the_reason_that_applies(tmp_path):
     results = task_results(report, 'Record the result of nccl_allreduce_multi_node')['gpu-a']
     assert [hook['reason'] for hook in results['ansible_facts']['__acceptance_hook_results'][-2:]] == [
         'check mode: nothing is run', 'check mode: no job is submitted']
+
+
+def test_nccl_tests_across_nodes_leaves_out_each_node_that_cannot_host_its_ranks(tmp_path):
+    # Forced nccl-tests: gpu-a's all_reduce_perf is a program without libmpi (ldd of /bin/true: an MPI=0 build for
+    # srun's purpose), gpu-b's is missing. Each FAILs alone, counted as not run, with its own reason; no job starts.
+    missing = tmp_path / 'missing' / 'all_reduce_perf'
+    children = {'pytorch': {'hosts': {'gpu-a': {'acceptance_nccl_tests_path': '/bin/true'},
+                                      'gpu-b': {'acceptance_nccl_tests_path': str(missing)}}},
+                'slurm_controller': {'hosts': {'cpu-c': {}}}}
+    options = {'acceptance_fail_on_error': False, 'acceptance_builtin_hooks': ['nccl_allreduce_multi_node'],
+               'acceptance_allreduce_multi_node_tool': 'nccl-tests'}
+    proc, _report, out = run_validate(tmp_path, '-e', json.dumps(options), children=children)
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads((out / 'latest' / 'acceptance.json').read_text(encoding='utf-8'))
+    checks = {node['name']: {check['check']: check for check in node['checks']} for node in document['nodes']}
+    assert checks['gpu-a']['nccl_allreduce_multi_node']['status'] == 'fail'
+    assert checks['gpu-a']['nccl_allreduce_multi_node']['reason'] == (
+        'expected but not run: nccl-tests at /bin/true is built without MPI (MPI=0): srun cannot join its ranks into one test')
+    assert checks['gpu-b']['nccl_allreduce_multi_node']['status'] == 'fail'
+    assert checks['gpu-b']['nccl_allreduce_multi_node']['reason'].startswith(
+        'expected but not run: nccl-tests not usable at %s (' % missing)
+    assert checks['cpu-c']['nccl_allreduce_multi_node']['reason'] == 'not in the pytorch group'
 
 
 @pytest.mark.parametrize('path, words', [

@@ -73,7 +73,7 @@ def run_validate(tmp_path, cases=('a100_pcie', 'a100_pcie'), perftest=True, extr
                            '-e', 'acceptance_output_dir=' + str(out), '-e', json.dumps(extra or {})] + list(options),
                           env=env, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == rc, proc.stdout[-3000:] + proc.stderr
-    document = json.loads((out / 'acceptance.json').read_text(encoding='utf-8')) if (out / 'acceptance.json').exists() else None
+    document = json.loads((out / 'latest' / 'acceptance.json').read_text(encoding='utf-8')) if (out / 'latest' / 'acceptance.json').exists() else None
     calls = log.read_text(encoding='utf-8').splitlines() if log.exists() else []
     return document, calls, out, json.loads(proc.stdout)
 
@@ -105,11 +105,11 @@ def test_a_pair_that_reaches_the_fraction_passes_with_its_figures_in_every_rende
     link = checks['ib-b']['links'][0]
     assert (link['name'], link['threshold_gbps'], round(link['bw_gbps'], 2), link['latency_us'], link['attempts']) == (
         'ib-a mlx5_0/1 -> ib-b mlx5_0/1', 30.0, 30.65, 0.81, 1)
-    markdown = (out / 'acceptance.md').read_text(encoding='utf-8')
+    markdown = (out / 'latest' / 'acceptance.md').read_text(encoding='utf-8')
     assert '| ib-a mlx5_0/1 -> ib-b mlx5_0/1 | 40 | 30.0 | 30.6 | 0.81 | PASS |' in markdown
     try:
         import matplotlib  # noqa: F401  pylint: disable=unused-import
-        assert (out / 'acceptance-ib-ports.png').exists()
+        assert (out / 'latest' / 'acceptance-ib-ports.png').exists()
     except ImportError:
         pass
 
@@ -125,14 +125,15 @@ def test_bandwidth_under_the_fraction_is_repeated_then_fails_naming_pair_hca_and
     assert [node['name'] for node in document['failing_nodes']] == ['ib-a', 'ib-b']
 
 
-def test_without_perftest_the_hook_skips_with_the_reason(tmp_path):
+def test_without_perftest_a_node_with_active_ports_fails_as_not_run(tmp_path):
     if shutil.which('ib_send_bw'):
         pytest.skip('perftest is installed on this machine (%s): a missing one cannot be staged' % shutil.which('ib_send_bw'))
     document, calls, _out, _report = run_validate(tmp_path, perftest=False)
     assert calls == []
-    assert {name: (check['status'], check['reason']) for name, check in ib_checks(document).items()} == {
-        'ib-a': ('skip', 'perftest (ib_send_bw, ib_send_lat) not found on ib-a, ib-b: fewer than two nodes to pair'),
-        'ib-b': ('skip', 'perftest (ib_send_bw, ib_send_lat) not found on ib-a, ib-b: fewer than two nodes to pair'),
+    reason = 'expected but not run: perftest (ib_send_bw, ib_send_lat) not found on this node, whose RDMA ports are ACTIVE'
+    assert {name: (check['status'], check['reason'], check.get('not_run')) for name, check in ib_checks(document).items()} == {
+        'ib-a': ('fail', reason, True),
+        'ib-b': ('fail', reason, True),
     }
 
 

@@ -20,7 +20,8 @@ from ansible.errors import AnsibleFilterError
 from corpus_support import FIXTURES
 
 from ansible_collections.trainstack.cluster.plugins.filter.acceptance_allreduce import (
-    acceptance_allreduce_result, acceptance_nccl_compare, acceptance_nccl_sets)
+    acceptance_allreduce_multi_tool, acceptance_allreduce_result, acceptance_nccl_compare, acceptance_nccl_sets,
+    acceptance_nccl_tests_argv, acceptance_nccl_tests_mpi_problem)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(FIXTURES)))
 MIB = 1024 * 1024
@@ -171,3 +172,127 @@ def test_a_bad_sweep_axis_is_refused():
         acceptance_nccl_sets({}, [{'NCCL_ALGO': ['Ring'], 'NCCL_PROTO': ['LL']}])
     with pytest.raises(AnsibleFilterError, match='set name .NCCL_ALGO=Ring. is used twice'):
         acceptance_nccl_sets({'NCCL_ALGO=Ring': {'NCCL_ALGO': 'Ring'}}, [{'NCCL_ALGO': ['Ring']}])
+
+
+@pytest.mark.parametrize('record, words', [
+    # A full real 8 x A100 table, then a crash at exit: the table must not pass.
+    ({'rc': 139}, 'exit status 139 after a complete result table; last lines: '),
+    ({'rc': 1, 'msg': 'non-zero return code'}, 'exit status 1 (non-zero return code) after a complete result table'),
+    # No rc at all (the command timed out): the hook records 'none', which fails too.
+    ({'rc': 'none', 'msg': 'The command action failed to execute in the expected time frame (3600)'}, 'exit status none'),
+])
+def test_a_non_zero_exit_status_fails_even_after_a_complete_table(record, words):
+    text = nccl_tests_output('all_reduce_a100x8_single_node_default_sizes')
+    assert acceptance_allreduce_result({'default': [{'text': text, 'rc': 0}]}, 'nccl_allreduce_single_node')['status'] == 'pass'
+    result = acceptance_allreduce_result({'default': [dict(record, text=text)]}, 'nccl_allreduce_single_node')
+    assert result['status'] == 'fail' and words in result['reason']
+    # The last lines of the output are shown: here the closing lines of the table.
+    assert result['reason'].endswith('# Out of bounds values : 0 OK | # Avg bus bandwidth : 66.2058 | #')
+
+
+def test_an_infinite_busbw_fails_the_run_instead_of_passing_every_threshold():
+    header = '#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n'
+    text = header + ' 1048576 262144 float sum -1 0.00 inf inf 0 12.10 86.66 151.65 0\n# Avg bus bandwidth    : inf\n'
+    result = acceptance_allreduce_result({'default': [text]}, 'nccl_allreduce_single_node')
+    assert result['status'] == 'fail' and 'no finite busbw at 1MiB' in result['reason']
+
+
+def test_failed_out_of_bounds_values_fail_a_run_whose_rows_carry_no_count():
+    # Before 2.13 the rows print a deviation (error column), the closing line is the only verdict on the values.
+    header = ('#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n'
+              '     1048576        262144   float     sum    45.10   23.25   23.25  0e+00    44.90   23.35   23.35  0e+00\n')
+    good = acceptance_allreduce_result({'default': [header + '# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 23.3\n']},
+                                       'nccl_allreduce_single_node')
+    assert good['status'] == 'pass'
+    bad = acceptance_allreduce_result({'default': [header + '# Out of bounds values : 248 FAILED\n# Avg bus bandwidth    : 23.3\n']},
+                                      'nccl_allreduce_single_node')
+    assert bad['status'] == 'fail' and bad['reason'] == 'nccl-tests: 248 out-of-bounds values (Out of bounds values ... FAILED)'
+
+
+def ldd_output(case):
+    with open(os.path.join(FIXTURES, 'ldd', case + '.txt'), encoding='utf-8') as handle:
+        return handle.read()
+
+
+NCCL_TESTS = '/opt/trainstack/nccl-tests/current/bin/all_reduce_perf'
+
+
+def test_nccl_tests_command_lines_on_one_node_and_across_nodes():
+    assert acceptance_nccl_tests_argv(NCCL_TESTS, 4096, 1) == [
+        NCCL_TESTS, '-b', '1M', '-e', '4096M', '-f', '4', '-g', '1', '-c', '1']
+    assert acceptance_nccl_tests_argv(NCCL_TESTS, '16384', 8)[4:] == ['16384M', '-f', '4', '-g', '8', '-c', '1']
+
+
+@pytest.mark.parametrize('path, max_mib, gpus, words', [
+    ('all_reduce_perf', 4096, 1, 'absolute path'),
+    (None, 4096, 1, 'absolute path'),
+    (NCCL_TESTS, 0, 1, 'at least 1 MiB'),
+    (NCCL_TESTS, 4096, 0, 'one GPU per process'),
+    (NCCL_TESTS, 'lots', 1, 'whole numbers'),
+])
+def test_nccl_tests_command_lines_refuse_what_cannot_run(path, max_mib, gpus, words):
+    with pytest.raises(AnsibleFilterError, match=words):
+        acceptance_nccl_tests_argv(path, max_mib, gpus)
+
+
+@pytest.mark.parametrize('ldd, gpus, expected', [
+    # nccl-tests #107: libmpi.so.40 => /usr/local/lib/libmpi.so.40 - an MPI build whose libraries all resolve.
+    ({'rc': 0, 'stdout': ldd_output('all_reduce_perf_mpi1_aws'), 'stderr': ''}, 8, ''),
+    # The role's MPI=0 build on the H200 host: libcudart and libnccl, no libmpi.
+    ({'rc': 0, 'stdout': ldd_output('all_reduce_perf_mpi0_h200'), 'stderr': ''}, 1,
+     'nccl-tests at %s is built without MPI (MPI=0): srun cannot join its ranks into one test' % NCCL_TESTS),
+    # Four Open MPI libraries that do not resolve (AceCAST's guide), named in ldd's order.
+    ({'rc': 0, 'stdout': ldd_output('acecast_mpi_not_found'), 'stderr': ''}, 8,
+     'nccl-tests at %s cannot load libmpi_usempif08.so.40, libmpi_usempi_ignore_tkr.so.40, libmpi_mpifh.so.40, libmpi.so.40'
+     % NCCL_TESTS),
+    # glibc's ldd on a missing file: exit 1 and its own words on stderr.
+    ({'rc': 1, 'stdout': '', 'stderr': 'ldd: %s: No such file or directory' % NCCL_TESTS}, 8,
+     'nccl-tests not usable at %s (ldd: %s: No such file or directory)' % (NCCL_TESTS, NCCL_TESTS)),
+    # No ldd on the node: the command module's message.
+    ({'rc': 2, 'stdout': '', 'stderr': '', 'msg': "[Errno 2] No such file or directory: b'ldd'"}, 8,
+     "nccl-tests not usable at %s ([Errno 2] No such file or directory: b'ldd')" % NCCL_TESTS),
+    # A node without GPUs never hosts a rank, whatever its build.
+    ({'rc': 0, 'stdout': ldd_output('all_reduce_perf_mpi1_aws'), 'stderr': ''}, 0,
+     'no GPU on this node: nccl-tests runs one rank per GPU'),
+    (None, 8, 'nccl-tests was not looked for at %s' % NCCL_TESTS),
+])
+def test_which_nodes_can_host_nccl_tests_ranks(ldd, gpus, expected):
+    assert acceptance_nccl_tests_mpi_problem(ldd, NCCL_TESTS, gpus) == expected
+
+
+MPI0 = 'nccl-tests at %s is built without MPI (MPI=0): srun cannot join its ranks into one test' % NCCL_TESTS
+
+
+@pytest.mark.parametrize('problems, tool, expected', [
+    ({'node1': '', 'node2': ''}, 'auto',
+     {'tool': 'nccl-tests', 'reason': 'every node has an MPI build of nccl-tests and GPUs', 'problems': {}}),
+    # One MPI=0 node turns the whole job to the benchmark in auto: one tool per job, the node that decided named.
+    ({'node1': '', 'node2': MPI0}, 'auto',
+     {'tool': 'pytorch', 'reason': 'the pytorch benchmark, as node2 cannot run nccl-tests: ' + MPI0, 'problems': {}}),
+    # Forced: the node is left out with its reason (it FAILs alone), the others run nccl-tests.
+    ({'node1': '', 'node2': MPI0}, 'nccl-tests',
+     {'tool': 'nccl-tests', 'reason': 'acceptance_allreduce_multi_node_tool is nccl-tests', 'problems': {'node2': MPI0}}),
+    ({'node1': '', 'node2': ''}, 'pytorch',
+     {'tool': 'pytorch', 'reason': 'acceptance_allreduce_multi_node_tool is pytorch', 'problems': {}}),
+    ({}, 'auto', {'tool': 'pytorch', 'reason': 'no node to look at', 'problems': {}}),
+])
+def test_the_tool_across_nodes(problems, tool, expected):
+    assert acceptance_allreduce_multi_tool(problems, tool) == expected
+
+
+def test_an_unknown_tool_is_refused_naming_the_variable():
+    with pytest.raises(AnsibleFilterError, match='acceptance_allreduce_multi_node_tool must be one of auto, nccl-tests, pytorch'):
+        acceptance_allreduce_multi_tool({'node1': ''}, 'mpirun')
+
+
+def test_nccl_tests_through_srun_across_two_nodes_is_judged_with_its_hosts():
+    # CSCS Alps: srun, one GH200 on each of nid007106 and nid007109, 8 sizes; the last row's out-of-place busbw read
+    # by hand from the fixture (the hook's sizes stop where the run's do).
+    run = nccl_tests_output('all_reduce_gh200_2node_sweep')
+    result = acceptance_allreduce_result({'default': [run]}, 'nccl_allreduce_multi_node', ['nid007106', 'nid007109'])
+    assert result['status'] == 'pass' and result['tool'] == 'nccl-tests'
+    assert result['hosts'] == ['nid007106', 'nid007109']
+    # Two "#  Rank" lines, one per node; 8 rows from 1 MiB; the 128 MiB row's out-of-place busbw is 22.86.
+    assert result['reason'] == 'nccl-tests all_reduce_perf, 2 ranks on nid007106, nid007109: 8 sizes, busbw 22.86 GB/s at 128MiB'
+    missing = acceptance_allreduce_result({'default': [run]}, 'nccl_allreduce_multi_node', ['nid007106', 'nid007110'])
+    assert missing['status'] == 'fail' and missing['reason'] == 'no rank ran on nid007110'

@@ -34,3 +34,9 @@ def test_hostile_text_gives_an_error_never_a_number(text, words):
     with pytest.raises(PerftestParseError) as raised:
         parse(text)
     assert words in str(raised.value)
+
+
+def test_a_header_without_the_msgrate_column_of_perftest_1_x_is_read():
+    result = parse(' #bytes #iterations    BW peak[MB/sec]    BW average[MB/sec]\n 65536        5000           3154.06            3153.77\n')
+    assert result['rows'] == [{'bytes': 65536, 'iterations': 5000, 'bw_peak': 3154.06, 'bw_average': 3153.77,
+                               'bw_average_gbps': pytest.approx(26.456, rel=1e-3)}]
