@@ -191,7 +191,8 @@ def gpu_stack_conflicts(stack, matrix, labels=None):
                                 name("cuda_version"), cuda))
 
     index = _text(stack.get("pytorch_cuda_index"))
-    if index:
+    # cpu: the CPU wheels (documented for the pytorch role) ask nothing of CUDA or the driver.
+    if index and index != "cpu":
         index_cuda = (matrix.get("pytorch_indexes") or {}).get(index)
         if not _INDEX.match(index) or index_cuda is None:
             known = ", ".join(sorted(matrix.get("pytorch_indexes") or {}))

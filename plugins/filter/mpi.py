@@ -109,6 +109,8 @@ def mpi_cuda_home(cuda):
 
 
 def _matches(rule, versions):
+    if 'cuda' in rule and bool(versions.get('cuda')) != bool(rule['cuda']):
+        return False
     for key, (name, op) in (('openmpi_min', ('openmpi', 'min')), ('openmpi_below', ('openmpi', 'below')),
                             ('pmix_min', ('pmix', 'min')), ('pmix_below', ('pmix', 'below')),
                             ('slurm_min', ('slurm', 'min')), ('slurm_below', ('slurm', 'below'))):
@@ -126,7 +128,8 @@ def _matches(rule, versions):
 
 
 def mpi_stack_conflicts(stack, matrix, labels=None):
-    """Messages for every known-bad pairing in {openmpi_version, pmix_version, slurm_version} (absent: not checked).
+    """Messages for every known-bad pairing in {openmpi_version, pmix_version, slurm_version, cuda} (absent: not checked;
+    cuda: whether Open MPI is built with CUDA).
 
     labels maps those keys to the variable names the messages should show.
     """
@@ -141,6 +144,8 @@ def mpi_stack_conflicts(stack, matrix, labels=None):
         if value not in (None, ''):
             versions[name] = version_tuple(value)
             shown[name] = '%s %s' % (labels.get(key, key), value)
+    versions['cuda'] = bool(stack.get('cuda'))
+    shown['cuda'] = '%s (CUDA)' % labels.get('cuda', 'cuda')
     conflicts = []
     if 'openmpi' in versions:
         series = ['%d.%d' % version_tuple(s)[:2] for s in matrix.get('openmpi_series', [])]
@@ -148,7 +153,7 @@ def mpi_stack_conflicts(stack, matrix, labels=None):
             conflicts.append('%s is not a supported Open MPI series (supported: %s)' % (shown['openmpi'], ', '.join(series)))
     for rule in matrix['pmix_rules']:
         if _matches(rule, versions):
-            involved = [shown[name] for name in ('openmpi', 'pmix', 'slurm') if any(k.startswith(name) for k in rule)]
+            involved = [shown[name] for name in ('openmpi', 'pmix', 'slurm', 'cuda') if any(k.startswith(name) for k in rule)]
             conflicts.append('%s: %s' % (' with '.join(involved), rule['reason']))
     return conflicts
 

@@ -40,16 +40,70 @@ def pytorch_wheel_index(cuda_version, matrix, requested=''):
     return max(fitting)[1]
 
 
+def _pin(name, version, local):
+    return '%s==%s%s' % (name, version, ('+' + local) if local else '')
+
+
+def pytorch_pip_install(settings):
+    """pip's requirements and arguments for the pytorch role's virtual environment.
+
+    settings: source (index | wheelhouse), version, index (the wheel index: cu128, cpu, ...), arch (the node's
+    ansible_facts architecture), torchvision_version, deepspeed_version, extra_packages, index_url, extra_index_urls,
+    wheelhouse_dir.
+
+    Source index: torch (and torchvision) pinned with the index's local version (torch==2.7.1+cu128), since a pin
+    without it matches any CUDA build and a changed CUDA would never reinstall; the PyTorch index is an extra
+    index, so packages only PyPI has (DeepSpeed) still install. Source wheelhouse: plain pins, offline, from the
+    wheelhouse (its wheels are whatever build it was filled with).
+    """
+    settings = settings or {}
+    source = settings.get('source')
+    if source not in ('index', 'wheelhouse'):
+        raise AnsibleFilterError("pytorch_pip_install: source must be index or wheelhouse, got %r" % (source,))
+    local = str(settings.get('index') or '') if source == 'index' else ''
+    # The CPU index's Arm wheels carry no +cpu (pytorch/pytorch#110791); its x86_64 wheels and the CUDA ones do.
+    if local == 'cpu' and settings.get('arch', 'x86_64') != 'x86_64':
+        local = ''
+    requirements = [_pin('torch', settings['version'], local)]
+    if settings.get('torchvision_version'):
+        requirements.append(_pin('torchvision', settings['torchvision_version'], local))
+    if settings.get('deepspeed_version'):
+        requirements.append(_pin('deepspeed', settings['deepspeed_version'], ''))
+    requirements.extend(settings.get('extra_packages') or [])
+    if source == 'wheelhouse':
+        args = ['--no-index', '--find-links', settings['wheelhouse_dir']]
+    else:
+        args = ['--extra-index-url', str(settings['index_url']).rstrip('/') + '/' + str(settings.get('index') or '')]
+        for url in settings.get('extra_index_urls') or []:
+            args.extend(['--extra-index-url', url])
+    return {'requirements': requirements, 'args': args}
+
+
 def pytorch_launch_config(topology, extra=None):
     """The launcher configuration (/etc/trainstack/pytorch-launch.json) from topology facts: each GPU's
-    index, NUMA node and local CPU list, plus the extra keys (python, torchrun, rdzv_timeout, nccl_conf)."""
+    index, PCI bus id, UUID, driver minor number (/dev/nvidiaN), NUMA node and local CPU list, plus the
+    extra keys (python, torchrun, rdzv_timeout, nccl_conf). The launcher finds a rank's host GPU by bus id
+    order, minor number or UUID: inside a job Slurm may renumber CUDA_VISIBLE_DEVICES from 0."""
     gpus = []
     for gpu in (topology or {}).get('gpus') or []:
-        gpus.append({'index': gpu.get('index'), 'numa_node': gpu.get('numa_node'),
+        gpus.append({'index': gpu.get('index'), 'busid': gpu.get('busid'), 'uuid': gpu.get('uuid'),
+                     'minor': gpu.get('minor_number'), 'numa_node': gpu.get('numa_node'),
                      'cpulist': (gpu.get('local_cpulist') or '').strip() or None})
     config = {'gpus': sorted(gpus, key=lambda gpu: gpu['index'] if gpu['index'] is not None else -1)}
     config.update(extra or {})
     return config
+
+
+def pytorch_cpus_per_gpu(topology):
+    """CPUs each GPU of the node's jobs gets (sbatch --cpus-per-gpu): the node's logical CPUs shared evenly among
+    its GPUs, at least 1; None on a node without GPUs. Without it a one-task-per-node job gets one CPU, and
+    every rank and NCCL's proxy threads share it under ConstrainCores."""
+    topology = topology or {}
+    gpus = len(topology.get('gpus') or [])
+    cpus = int((topology.get('cpu') or {}).get('logical_cpus') or 0)
+    if not gpus:
+        return None
+    return max(1, cpus // gpus)
 
 
 def pytorch_nccl_report(torch_nccl, system_nccl, torch_packages=None):
@@ -125,7 +179,9 @@ class FilterModule:
     def filters(self):
         return {
             'pytorch_wheel_index': pytorch_wheel_index,
+            'pytorch_pip_install': pytorch_pip_install,
             'pytorch_launch_config': pytorch_launch_config,
+            'pytorch_cpus_per_gpu': pytorch_cpus_per_gpu,
             'pytorch_nccl_report': pytorch_nccl_report,
             'pytorch_ddp_result': pytorch_ddp_result,
         }

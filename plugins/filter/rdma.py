@@ -4,6 +4,7 @@
 """Decisions of the rdma role about one node (controller side, pure).
 
 - rdma_peermem_plan: may nvidia-peermem (GPUDirect RDMA) be loaded on this node?
+- rdma_host_plan: does this node get the RDMA user space (it has an HCA, or it is an MPI node)?
 """
 
 from __future__ import annotations
@@ -43,8 +44,24 @@ def rdma_peermem_plan(state):
     return {'load': True, 'reason': '%d GPUs, %d RDMA devices, ib_core with the peer-memory API' % (gpus, hcas)}
 
 
+def rdma_host_plan(topology, mpi_node=False):
+    """{'wanted': bool, 'reason': str}: the RDMA user space goes to every node the probe found an HCA on (NCCL needs
+    verbs there, or it falls back to sockets), and to MPI nodes without one (UCX builds against verbs).
+
+    topology: the node's trainstack_topology; mpi_node: the host is in the mpi group and trainstack_mpi is true.
+    """
+    if topology is not None and not isinstance(topology, dict):
+        raise AnsibleFilterError('rdma_host_plan needs the trainstack_topology dict, got %s' % type(topology).__name__)
+    hcas = sorted(str(hca.get('name')) for hca in (topology or {}).get('hcas') or [] if isinstance(hca, dict))
+    if hcas:
+        return {'wanted': True, 'reason': 'the probe found %s' % ', '.join(hcas)}
+    if mpi_node:
+        return {'wanted': True, 'reason': 'an MPI node: UCX builds against verbs (no HCA found)'}
+    return {'wanted': False, 'reason': 'the probe found no HCA and the host is not an MPI node (group mpi, trainstack_mpi true)'}
+
+
 class FilterModule:
     """RDMA filters."""
 
     def filters(self):
-        return {'rdma_peermem_plan': rdma_peermem_plan}
+        return {'rdma_peermem_plan': rdma_peermem_plan, 'rdma_host_plan': rdma_host_plan}

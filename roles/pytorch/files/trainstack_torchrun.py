@@ -7,16 +7,19 @@
     srun --ntasks-per-node=1 --kill-on-bad-exit=1 trainstack-torchrun run -- python3 train.py ...
 
 `run` (once per node) exports /etc/nccl.conf's settings (the environment wins, as in NCCL),
-OMP_NUM_THREADS from the CPUs Slurm gave the task, waits at most TRAINSTACK_RDZV_TIMEOUT seconds for
+OMP_NUM_THREADS from the CPUs Slurm gave the task, CUDA_DEVICE_ORDER=PCI_BUS_ID (CUDA numbers the job's
+GPUs in PCI order, the order `bind` maps them in), waits at most TRAINSTACK_RDZV_TIMEOUT seconds for
 the rendezvous to answer (nodes other than the first) and then execs torchrun with a static
 rendezvous: --nnodes from SLURM_NNODES, --node-rank from SLURM_NODEID, --nproc-per-node from the GPUs
-Slurm gave the node (1 on CPU-only nodes). Every rank starts through `bind`, which pins it to the
-CPUs of its GPU's NUMA node (from the probed topology in the launcher configuration) and execs the
-program. Standard library only: it runs before any virtual environment is chosen.
+Slurm gave the node (1 on CPU-only nodes). Every rank starts through `bind`, which finds the host GPU
+behind its CUDA device, pins the rank to the CPUs of that GPU's NUMA node (from the probed topology in
+the launcher configuration) and execs the program. Standard library only: it runs before any virtual
+environment is chosen.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -116,21 +119,69 @@ def parse_cpulist(text):
     return cpus
 
 
-def rank_cpus(local_rank, environ, config, allowed):
-    """CPUs a rank is pinned to: its GPU's NUMA-local CPUs within the allowed set, or None (no binding).
+def device_state(path):
+    """'denied' where the job's device cgroup refuses the device file (EPERM/EACCES: Slurm's ConstrainDevices),
+    'absent' without the file, else 'ok' (an open that fails otherwise, such as ENXIO without a driver behind
+    the file, passed the cgroup)."""
+    try:
+        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno in (errno.EPERM, errno.EACCES):
+            return 'denied'
+        if exc.errno == errno.ENOENT:
+            return 'absent'
+        return 'ok'
+    os.close(handle)
+    return 'ok'
 
-    Local rank i uses visible device i; CUDA_VISIBLE_DEVICES (set by Slurm) maps it to the host's GPU
-    index, whose local CPU list the probed topology holds.
+
+def _busid_key(gpu):
+    """PCI order of a GPU ('00000000:1B:00.0' and '0000:1b:00.0' alike); GPUs without a bus id keep their index order."""
+    busid = str(gpu.get('busid') or '').lower()
+    try:
+        domain, bus, rest = busid.split(':')
+        device, function = rest.split('.')
+        return (0, int(domain, 16), int(bus, 16), int(device, 16), int(function, 16))
+    except ValueError:
+        return (1, int(gpu.get('index') or 0), 0, 0, 0)
+
+
+def cuda_gpus(config, state=device_state):
+    """The host GPUs CUDA numbers 0, 1, ... in this job: those whose /dev/nvidiaN the job may open, in PCI order.
+
+    Under Slurm's ConstrainDevices a job sees only its GPUs and CUDA numbers them from 0: Slurm 22.05 sets
+    CUDA_VISIBLE_DEVICES=0 for a job holding host GPU 1 (SLURM_JOB_GPUS=1), and with --gpus-per-task even
+    SLURM_STEP_GPUS reads 0 for each task. Without it every GPU is open to the job and CUDA_VISIBLE_DEVICES holds
+    their indices in the same PCI order. GPUs the configuration gives no minor number for are taken as open.
     """
-    gpus = {str(gpu.get('index')): gpu for gpu in config.get('gpus') or []}
+    gpus = sorted(config.get('gpus') or [], key=_busid_key)
+    return [gpu for gpu in gpus if gpu.get('minor') is None or state('/dev/nvidia%s' % gpu['minor']) == 'ok']
+
+
+def rank_gpu(local_rank, environ, config, state=device_state):
+    """The host GPU (configuration entry) of a local rank, or None: rank i uses CUDA device i of the visible list,
+    whose entry is a CUDA ordinal among the job's GPUs, or a GPU UUID (newer Slurm and containers set those)."""
+    gpus = config.get('gpus') or []
     if not gpus:
         return None
+    ordered = cuda_gpus(config, state)
     visible = visible_devices(environ)
     if visible is None:
-        visible = sorted(gpus, key=int)
-    if local_rank >= len(visible) or visible[local_rank] not in gpus:
+        visible = [str(number) for number in range(len(ordered))]
+    if local_rank >= len(visible):
         return None
-    local = set(parse_cpulist(gpus[visible[local_rank]].get('cpulist')))
+    entry = visible[local_rank]
+    if entry.isdigit():
+        number = int(entry)
+        return ordered[number] if number < len(ordered) else None
+    return next((gpu for gpu in gpus if gpu.get('uuid') and gpu['uuid'] == entry), None)
+
+
+def rank_cpus(gpu, allowed):
+    """CPUs a rank is pinned to: its GPU's NUMA-local CPUs within the allowed set, or None (no binding)."""
+    if gpu is None:
+        return None
+    local = set(parse_cpulist(gpu.get('cpulist')))
     chosen = sorted(local & set(allowed))
     return chosen or None
 
@@ -248,6 +299,8 @@ def cmd_run(environ, program, config):
     env = dict(environ)
     env.update(nccl)
     env.setdefault('OMP_NUM_THREADS', str(omp_threads(cpus, nproc)))
+    # CUDA's default (FASTEST_FIRST) may order unlike GPUs otherwise; `bind` maps ordinals in PCI order.
+    env.setdefault('CUDA_DEVICE_ORDER', 'PCI_BUS_ID')
     log('node %d/%d, %d rank(s), OMP_NUM_THREADS=%s, rendezvous %s:%d, %s from %s'
         % (node_rank, nnodes, nproc, env['OMP_NUM_THREADS'], host, port,
            ' '.join(sorted(nccl)) or 'no NCCL settings', conf_path))
@@ -267,11 +320,13 @@ def cmd_run(environ, program, config):
 
 def cmd_bind(environ, program, config):
     local_rank = int(environ.get('LOCAL_RANK') or 0)
-    cpus = rank_cpus(local_rank, environ, config, sorted(os.sched_getaffinity(0)))
+    gpu = rank_gpu(local_rank, environ, config)
+    cpus = rank_cpus(gpu, sorted(os.sched_getaffinity(0)))
     if cpus:
         os.sched_setaffinity(0, cpus)
         if local_rank == 0 or environ.get('TRAINSTACK_BIND_VERBOSE'):
-            log('local rank %d bound to CPUs %s (its GPU\'s NUMA node)' % (local_rank, ','.join(map(str, cpus))))
+            log('local rank %d bound to CPUs %s (the NUMA node of GPU %s, %s)'
+                % (local_rank, ','.join(map(str, cpus)), gpu.get('index'), gpu.get('busid') or 'no bus id'))
     os.execvpe(program[0], program, dict(environ))
     return 0
 

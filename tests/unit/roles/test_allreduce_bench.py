@@ -4,7 +4,7 @@
 """The all-reduce benchmark's arithmetic and output format (roles/pytorch/files/allreduce_bench.py), without torch.
 
 The benchmark itself runs in molecule slurm_cluster (gloo across two containers, verify_acceptance.yml) and on a
-GPU host through scripts/acceptance-device.sh; here: its sizes, busbw and that the parser reads what it prints.
+GPU host through the device layer (tests/device/run validate); here: its sizes, busbw and that the parser reads what it prints.
 """
 
 from __future__ import annotations

@@ -64,21 +64,60 @@ def test_parse_cpulist():
     assert launcher.parse_cpulist('') == []
 
 
-@pytest.mark.parametrize('local_rank, environ, allowed, expected', [
-    (0, {'CUDA_VISIBLE_DEVICES': '0,1'}, range(16), [0, 1, 2, 3, 8, 9, 10, 11]),
-    (1, {'CUDA_VISIBLE_DEVICES': '0,1'}, range(16), [4, 5, 6, 7, 12, 13, 14, 15]),
-    # Slurm gave GPU 1 only: local rank 0 is GPU 1, on NUMA node 1.
-    (0, {'CUDA_VISIBLE_DEVICES': '1'}, range(16), [4, 5, 6, 7, 12, 13, 14, 15]),
-    # Within the job's cgroup CPUs only.
-    (0, {'CUDA_VISIBLE_DEVICES': '0'}, [2, 3, 4, 5], [2, 3]),
-    # No overlap, unknown GPU or no GPUs: no binding.
-    (0, {'CUDA_VISIBLE_DEVICES': '0'}, [4, 5], None),
-    (0, {'CUDA_VISIBLE_DEVICES': 'GPU-1b2c'}, range(16), None),
-    (2, {'CUDA_VISIBLE_DEVICES': '0,1'}, range(16), None),
+# The same two GPUs with what the probe adds for the launcher: PCI bus id, UUID (from nvidia-smi) and the driver's
+# minor number (/dev/nvidiaN).
+HOST = {'gpus': [{'index': 0, 'busid': '00000000:1B:00.0', 'uuid': 'GPU-6e8a2c1d', 'minor': 0, 'numa_node': 0,
+                  'cpulist': '0-3,8-11'},
+                 {'index': 1, 'busid': '00000000:9A:00.0', 'uuid': 'GPU-b71f0e44', 'minor': 1, 'numa_node': 1,
+                  'cpulist': '4-7,12-15'}]}
+NUMA0, NUMA1 = [0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7, 12, 13, 14, 15]
+
+
+def cgroup(*allowed_minors):
+    """device_state as Slurm's device cgroup answers inside a job that holds these GPUs."""
+    return lambda path: 'ok' if int(path.rsplit('nvidia', 1)[1]) in allowed_minors else 'denied'
+
+
+@pytest.mark.parametrize('local_rank, environ, state, expected', [
+    # No ConstrainDevices: the job may open every GPU and CUDA_VISIBLE_DEVICES holds host ordinals.
+    (0, {'CUDA_VISIBLE_DEVICES': '0,1'}, cgroup(0, 1), NUMA0),
+    (1, {'CUDA_VISIBLE_DEVICES': '0,1'}, cgroup(0, 1), NUMA1),
+    (0, {'CUDA_VISIBLE_DEVICES': '1'}, cgroup(0, 1), NUMA1),
+    # ConstrainDevices, the job holds host GPU 1: Slurm 22.05 sets CUDA_VISIBLE_DEVICES=0 (seen in the container lab,
+    # SLURM_JOB_GPUS=1); rank 0 is host GPU 1 on NUMA node 1, not GPU 0.
+    (0, {'CUDA_VISIBLE_DEVICES': '0', 'SLURM_JOB_GPUS': '1'}, cgroup(1), NUMA1),
+    (0, {'CUDA_VISIBLE_DEVICES': '0,1'}, cgroup(0, 1), NUMA0),
+    # UUIDs in CUDA_VISIBLE_DEVICES (containers, newer Slurm): matched by UUID whatever the cgroup shows.
+    (0, {'CUDA_VISIBLE_DEVICES': 'GPU-b71f0e44'}, cgroup(1), NUMA1),
+    # No CUDA_VISIBLE_DEVICES (outside Slurm): CUDA's ordinals over the GPUs the process may open.
+    (1, {}, cgroup(0, 1), NUMA1),
+    # Unknown UUID, an ordinal past the job's GPUs, a rank without a GPU: no binding.
+    (0, {'CUDA_VISIBLE_DEVICES': 'GPU-1b2c'}, cgroup(0, 1), None),
+    (0, {'CUDA_VISIBLE_DEVICES': '1'}, cgroup(1), None),
+    (2, {'CUDA_VISIBLE_DEVICES': '0,1'}, cgroup(0, 1), None),
 ])
-def test_rank_cpus(local_rank, environ, allowed, expected):
-    assert launcher.rank_cpus(local_rank, environ, CONFIG, list(allowed)) == expected
-    assert launcher.rank_cpus(0, {}, {'gpus': []}, list(range(4))) is None
+def test_rank_gpu_and_its_cpus(local_rank, environ, state, expected):
+    gpu = launcher.rank_gpu(local_rank, environ, HOST, state)
+    assert launcher.rank_cpus(gpu, list(range(16))) == expected
+
+
+def test_cuda_order_is_pci_order_and_the_binding_stays_in_the_job_s_cpus():
+    # Listed out of order, bus ids in two spellings: CUDA (CUDA_DEVICE_ORDER=PCI_BUS_ID) numbers 1b before 9a.
+    shuffled = {'gpus': [dict(HOST['gpus'][1], busid='0000:9a:00.0'), HOST['gpus'][0]]}
+    assert [gpu['index'] for gpu in launcher.cuda_gpus(shuffled, cgroup(0, 1))] == [0, 1]
+    gpu = launcher.rank_gpu(0, {'CUDA_VISIBLE_DEVICES': '0'}, HOST, cgroup(0, 1))
+    assert launcher.rank_cpus(gpu, [2, 3, 4, 5]) == [2, 3]
+    assert launcher.rank_cpus(gpu, [4, 5]) is None
+    # A configuration of an older launcher (no minor numbers): every GPU counts as open, index order.
+    assert launcher.rank_cpus(launcher.rank_gpu(1, {'CUDA_VISIBLE_DEVICES': '0,1'}, CONFIG), list(range(16))) == NUMA1
+    assert launcher.rank_gpu(0, {}, {'gpus': []}) is None
+
+
+def test_device_state_tells_a_cgroup_refusal_from_a_device_without_a_driver(tmp_path):
+    # /dev/null opens; a missing file is absent. EPERM (the cgroup) vs ENXIO (no driver) was seen in the lab with
+    # Slurm's ConstrainDevices on mknod'ed /dev/nvidia0 and /dev/nvidia1: the allocated one gave ENXIO, the other EPERM.
+    assert launcher.device_state('/dev/null') == 'ok'
+    assert launcher.device_state(str(tmp_path / 'nvidia9')) == 'absent'
 
 
 def test_first_host_and_job_port():

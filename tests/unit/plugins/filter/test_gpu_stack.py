@@ -82,6 +82,8 @@ CONSISTENT = [
                    'gpus': [{'name': 'NVIDIA H200', 'sm': 90}]}),
     ('older-nccl-build', {'nvidia_driver_branch': '570', 'cuda_version': '12.8', 'nccl_version': '2.23.4-1+cuda12.2'}),
     ('torch-wheel-minor-compat', {'nvidia_driver_branch': '535', 'pytorch_cuda_index': 'cu128'}),
+    # The CPU wheels (documented for the pytorch role): no CUDA, no driver asked of them.
+    ('torch-cpu-wheels', {'nvidia_driver_branch': '535', 'cuda_version': '12.2', 'pytorch_cuda_index': 'cpu'}),
     ('exact-version-at-ga', {'nvidia_driver_version': '570.26', 'cuda_version': '12.8'}),
     ('blackwell-open', {'nvidia_driver_branch': '575', 'cuda_version': '12.9', 'gpus': [B200, {'sm': 120, 'name': 'RTX PRO 6000'}]}),
     ('nothing-pinned', {}),

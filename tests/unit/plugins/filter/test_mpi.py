@@ -34,6 +34,12 @@ PAIRINGS = [
      ['openmpi_version 5.0.3 with pmix_version 4.1.2-2: Open MPI 5.0 needs PMIx 4.2.0 or newer '
       '(Open MPI 5.0 documentation, required support libraries)']),
     ('debian-revision-ignored', {'openmpi_version': '4.1.4', 'pmix_version': '4.2.2-1+deb12u1'}, []),
+    # ompi #12264: 5.0.0 - 5.0.2 with CUDA build without it; 5.0.3 and a build without CUDA are fine.
+    ('5.0.1-cuda', {'openmpi_version': '5.0.1', 'pmix_version': '5.0.1', 'cuda': True},
+     ['openmpi_version 5.0.1 with cuda (CUDA): Open MPI 5.0.0 to 5.0.2 built with CUDA drop CUDA support silently unless '
+      '--with-cuda-libdir is given (open-mpi/ompi#12264, fixed in 5.0.3 by open-mpi/ompi#12382); use 5.0.3 or newer']),
+    ('5.0.2-no-cuda', {'openmpi_version': '5.0.2', 'pmix_version': '5.0.1', 'cuda': False}, []),
+    ('5.0.3-cuda', {'openmpi_version': '5.0.3', 'pmix_version': '5.0.2', 'cuda': True}, []),
     ('unsupported-series', {'openmpi_version': '3.1.6'},
      ['openmpi_version 3.1.6 is not a supported Open MPI series (supported: 4.1, 5.0)']),
 ]
@@ -48,6 +54,13 @@ def test_labels_name_the_variables():
     stack = {'openmpi_version': '4.1.4', 'pmix_version': '4.2.3'}
     labels = {'pmix_version': 'openmpi_pmix_version'}
     assert mpi.mpi_stack_conflicts(stack, MATRIX, labels)[0].startswith('openmpi_version 4.1.4 with openmpi_pmix_version 4.2.3:')
+
+
+def test_the_cuda_label_names_the_variable_and_the_home():
+    stack = {'openmpi_version': '5.0.0', 'pmix_version': '4.2.6', 'cuda': True}
+    labels = {'cuda': 'openmpi_cuda_home /usr/local/cuda-12.4'}
+    assert mpi.mpi_stack_conflicts(stack, MATRIX, labels)[0].startswith(
+        'openmpi_version 5.0.0 with openmpi_cuda_home /usr/local/cuda-12.4 (CUDA): Open MPI 5.0.0 to 5.0.2')
 
 
 def test_matrix_is_required():

@@ -12,6 +12,8 @@ import pytest
 import yaml
 
 from ansible.errors import AnsibleFilterError
+from topology_support import expected_facts
+
 from ansible_collections.trainstack.cluster.plugins.filter import pytorch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -53,14 +55,27 @@ def test_wheel_index_errors(cuda, requested, message):
 
 def test_launch_config_from_topology():
     topology = {'gpus': [
-        {'index': 1, 'numa_node': 1, 'local_cpulist': '48-95,144-191\n', 'name': 'H100'},
-        {'index': 0, 'numa_node': 0, 'local_cpulist': '0-47,96-143', 'name': 'H100'},
+        {'index': 1, 'numa_node': 1, 'local_cpulist': '48-95,144-191\n', 'name': 'H100', 'busid': '00000000:9A:00.0',
+         'uuid': 'GPU-b71f0e44', 'minor_number': 3},
+        {'index': 0, 'numa_node': 0, 'local_cpulist': '0-47,96-143', 'name': 'H100', 'busid': '00000000:1B:00.0',
+         'uuid': 'GPU-6e8a2c1d', 'minor_number': 2},
     ]}
     config = pytorch.pytorch_launch_config(topology, {'rdzv_timeout': 30})
-    assert config == {'gpus': [{'index': 0, 'numa_node': 0, 'cpulist': '0-47,96-143'},
-                               {'index': 1, 'numa_node': 1, 'cpulist': '48-95,144-191'}],
+    assert config == {'gpus': [{'index': 0, 'busid': '00000000:1B:00.0', 'uuid': 'GPU-6e8a2c1d', 'minor': 2, 'numa_node': 0,
+                                'cpulist': '0-47,96-143'},
+                               {'index': 1, 'busid': '00000000:9A:00.0', 'uuid': 'GPU-b71f0e44', 'minor': 3, 'numa_node': 1,
+                                'cpulist': '48-95,144-191'}],
                       'rdzv_timeout': 30}
     assert pytorch.pytorch_launch_config({}, None) == {'gpus': []}
+
+
+def test_cpus_per_gpu_from_recorded_topologies():
+    # hgx_h100: 224 logical CPUs (2 x 56 cores x 2 threads), 8 GPUs -> 28; h200_vm (the 2 x H200 probe): 32 CPUs, 2 GPUs -> 16;
+    # cpu_only: no GPU.
+    assert pytorch.pytorch_cpus_per_gpu(expected_facts('hgx_h100')) == 28
+    assert pytorch.pytorch_cpus_per_gpu(expected_facts('h200_vm')) == 16
+    assert pytorch.pytorch_cpus_per_gpu(expected_facts('cpu_only')) is None
+    assert pytorch.pytorch_cpus_per_gpu({'cpu': {'logical_cpus': 4}, 'gpus': [{}] * 8}) == 1
 
 
 @pytest.mark.parametrize('torch_nccl, system, packages, jobs_use, mismatch, words', [
@@ -113,3 +128,34 @@ def test_ddp_result_missing_or_broken():
     assert pytorch.pytorch_ddp_result('Traceback ...\n')['problems'] == ['no TRAINSTACK_DDP_RESULT line in the job output']
     with pytest.raises(AnsibleFilterError, match='not JSON'):
         pytorch.pytorch_ddp_result(pytorch.DDP_MARKER + '{broken')
+
+
+INDEX = {'source': 'index', 'version': '2.7.1', 'index': 'cu128', 'arch': 'x86_64', 'torchvision_version': '',
+         'deepspeed_version': '', 'extra_packages': [], 'index_url': 'https://download.pytorch.org/whl/',
+         'extra_index_urls': [], 'wheelhouse_dir': '/var/cache/trainstack/wheelhouse'}
+
+
+@pytest.mark.parametrize('changes, requirements, args', [
+    # A pin with its CUDA build: torch==2.7.1 alone would also match an installed 2.7.1+cu126.
+    ({}, ['torch==2.7.1+cu128'], ['--extra-index-url', 'https://download.pytorch.org/whl/cu128']),
+    ({'index': 'cu126'}, ['torch==2.7.1+cu126'], ['--extra-index-url', 'https://download.pytorch.org/whl/cu126']),
+    # torchvision comes from the same build; DeepSpeed only from PyPI, hence an extra index rather than --index-url.
+    ({'torchvision_version': '0.22.1', 'deepspeed_version': '0.17.5', 'extra_packages': ['numpy<2'],
+      'extra_index_urls': ['https://pypi.example.org/simple']},
+     ['torch==2.7.1+cu128', 'torchvision==0.22.1+cu128', 'deepspeed==0.17.5', 'numpy<2'],
+     ['--extra-index-url', 'https://download.pytorch.org/whl/cu128', '--extra-index-url', 'https://pypi.example.org/simple']),
+    ({'index': 'cpu'}, ['torch==2.7.1+cpu'], ['--extra-index-url', 'https://download.pytorch.org/whl/cpu']),
+    # The CPU index's aarch64 wheels have no +cpu (pytorch/pytorch#110791); its CUDA wheels keep theirs.
+    ({'index': 'cpu', 'arch': 'aarch64'}, ['torch==2.7.1'], ['--extra-index-url', 'https://download.pytorch.org/whl/cpu']),
+    ({'arch': 'aarch64'}, ['torch==2.7.1+cu128'], ['--extra-index-url', 'https://download.pytorch.org/whl/cu128']),
+    # Offline: whatever build the wheelhouse holds.
+    ({'source': 'wheelhouse', 'torchvision_version': '0.22.1'}, ['torch==2.7.1', 'torchvision==0.22.1'],
+     ['--no-index', '--find-links', '/var/cache/trainstack/wheelhouse']),
+])
+def test_pip_install_pins_the_cuda_build(changes, requirements, args):
+    assert pytorch.pytorch_pip_install(dict(INDEX, **changes)) == {'requirements': requirements, 'args': args}
+
+
+def test_pip_install_refuses_other_sources():
+    with pytest.raises(AnsibleFilterError, match='source must be index or wheelhouse'):
+        pytorch.pytorch_pip_install(dict(INDEX, source='distribution'))
