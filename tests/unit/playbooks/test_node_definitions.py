@@ -3,12 +3,12 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The slurm role's node definitions and gres.conf lines, rendered from recorded hosts.
 
-Runs the real chain in ansible-playbook (scripts/render-slurm-node.yml, which the GPU-host comparison
+Runs the real chain in ansible-playbook (tests/device/render-slurm-node.yml, which the GPU-host comparison
 uses too): topology_facts on a recorded root, then the slurm role's own tasks_from nodes.yml and
 gres.conf template, this host being the only compute node. For the
 real 2 x H200 guest the expected File=/Cores= come from Slurm itself: `slurmd -G` with
 AutoDetect=nvidia on that host (fixtures/topology/h200_vm/slurmd-G-autodetect.txt, recorded by
-scripts/gres-autodetect-compare.sh).
+tests/device/checks/gres.sh).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from topology_support import TOPOLOGY_FIXTURES, make_fixtures, recorded_root
 
 pytestmark = pytest.mark.skipif(not HAS_ANSIBLE_PLAYBOOK, reason="ansible-playbook is not beside this Python")
 
-PLAYBOOK = os.path.join(ROOT, "scripts", "render-slurm-node.yml")
+PLAYBOOK = os.path.join(ROOT, "tests", "device", "render-slurm-node.yml")
 INVENTORY = "[slurm_controller]\nlocalhost\n[slurm_compute]\nlocalhost\n"
 
 
