@@ -24,7 +24,7 @@ venv: $(VENV)/.installed
 core-floor: .venv-core-floor/bin/ansible-playbook
 
 ## Bring up the container lab, converge it with site.yml (PyTorch from a wheelhouse filled first), run the
-## acceptance suite on it (report in ./acceptance-results), print what was built.
+## acceptance suite on it (report in ./acceptance-results/<run id>, latest links the newest), print what was built.
 lab: venv
 	scripts/lab up $(LAB_NODES) $(LAB_DISTRO)
 	ansible-playbook -i inventories/lab playbooks/pytorch_wheelhouse.yml
