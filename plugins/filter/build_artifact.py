@@ -203,6 +203,103 @@ def build_artifact_builder_failure(results, builder='the builder', log=''):
     return ''
 
 
+_NAME = re.compile(r'^[a-z0-9][a-z0-9+._-]*\Z')
+_VERSION = re.compile(r'^[0-9][A-Za-z0-9.+~_-]*\Z')
+_DEBIAN_VERSION = re.compile(r'^([0-9]+:)?[0-9][A-Za-z0-9.+~]*-[A-Za-z0-9.+~]+\Z')
+_URL = re.compile(r'^(https?|ftp)://[^\s/]+\S*\Z')
+_SHELL_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*\Z')
+_SOURCES = ('debian', 'url', 'mirror', 'git')
+_BUILD_SYSTEMS = ('autotools', 'make')
+_ENVIRONMENTS = ('auto', 'modules', 'profile', 'none')
+# (key, lowest value) of the whole-number settings.
+_COUNTS = (('make_jobs', 0), ('timeout', 60), ('poll_interval', 1), ('keep', 1))
+
+
+def _shown(value):
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _count(value):
+    if isinstance(value, bool):
+        return None
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        return None
+
+
+def build_artifact_problems(settings, names=None):
+    """Everything wrong with one build's settings, one message per broken rule, naming the variable the user wrote.
+
+    settings: the build_artifact_* values without the prefix (name, version, source, url, sha256, mirror_dir,
+    debian_version, git_url, git_commit, build_system, make_args, install_bin, build_env, env, configure_flags, root,
+    build_dir, make_jobs, timeout, poll_interval, keep, environment). names: {'build_artifact_<key>': '<the calling
+    role's variable>'} (ucx_sha256 for build_artifact_sha256): a message names what the user set, not what the calling
+    role passed on. Returns [] when the settings are sound.
+    """
+    if not isinstance(settings, dict):
+        _error('build_artifact_problems expects a dict of the build settings')
+    names = names if isinstance(names, dict) else {}
+
+    def name(key):
+        return names.get('build_artifact_' + key) or 'build_artifact_' + key
+
+    def text(key):
+        value = settings.get(key)
+        return value if isinstance(value, str) else None
+
+    out = []
+
+    def check(ok, key, rule):
+        if not ok:
+            out.append('%s %s, got %s' % (name(key), rule, _shown(settings.get(key))))
+
+    check(_NAME.match(text('name') or ''), 'name', 'must be a lower-case package name (letters, digits, +._-)')
+    check(_VERSION.match(text('version') or ''), 'version', 'must be a version that starts with a digit')
+    source = settings.get('source')
+    check(source in _SOURCES, 'source', 'must be one of %s' % ', '.join(_SOURCES))
+    if source == 'debian':
+        check(_DEBIAN_VERSION.match(text('debian_version') or ''), 'debian_version',
+              'must be a Debian version with its revision, such as 1.13.1-1 (source debian)')
+    if source in ('url', 'mirror'):
+        check(_SHA256.match(text('sha256') or ''), 'sha256', 'must be the 64 lower-case hex digits of the tarball (source %s)' % source)
+    if source == 'url':
+        check(_URL.match(text('url') or ''), 'url', 'must be an http, https or ftp URL of one line without spaces (source url)')
+    if source == 'mirror':
+        check(bool(text('mirror_dir')), 'mirror_dir', 'must name the directory that holds the tarball (source mirror)')
+    if source == 'git':
+        check(bool(text('git_url')), 'git_url', 'must be a repository URL, a local mirror or a git bundle file (source git)')
+        check(_COMMIT.match(text('git_commit') or ''), 'git_commit',
+              'must be a full 40-hex commit id (source git: a tag, a branch or a short id can move or be ambiguous)')
+    system = settings.get('build_system')
+    check(system in _BUILD_SYSTEMS, 'build_system', 'must be autotools or make')
+    make_args = settings.get('make_args') or []
+    check(isinstance(make_args, list) and all(isinstance(a, str) and _MAKE_ARG.match(a) for a in make_args),
+          'make_args', 'must be a list of NAME=value entries')
+    build_env = settings.get('build_env') or {}
+    check(isinstance(build_env, dict) and all(isinstance(k, str) and _SHELL_NAME.match(k) for k in build_env),
+          'build_env', 'must map shell variable names (letters, digits, _) to values')
+    env = settings.get('env') or {}
+    check(isinstance(env, dict) and all(isinstance(k, str) and _SHELL_NAME.match(k) for k in env),
+          'env', 'must map shell variable names (letters, digits, _) to values')
+    install_bin = settings.get('install_bin') or []
+    if system == 'make':
+        check(bool(install_bin), 'install_bin', 'must list the built programs to install (build_system make)')
+    elif system == 'autotools':
+        check(not make_args, 'make_args', 'belongs to build_system make (autotools runs configure, make, make install)')
+        check(not install_bin, 'install_bin', 'belongs to build_system make (autotools installs with make install)')
+    flags = settings.get('configure_flags') or []
+    check(not any(str(flag).startswith('--prefix') for flag in flags), 'configure_flags',
+          'may not set --prefix (the build id picks the prefix)')
+    for key in ('root', 'build_dir'):
+        check((text(key) or '').startswith('/'), key, 'must be an absolute path')
+    for key, lowest in _COUNTS:
+        number = _count(settings.get(key))
+        check(number is not None and number >= lowest, key, 'must be a whole number >= %d' % lowest)
+    check(settings.get('environment') in _ENVIRONMENTS, 'environment', 'must be one of %s' % ', '.join(_ENVIRONMENTS))
+    return out
+
+
 class FilterModule:
     """Build-artifact filters."""
 
@@ -212,4 +309,5 @@ class FilterModule:
             'build_artifact_builders': build_artifact_builders,
             'build_artifact_builder_failure': build_artifact_builder_failure,
             'build_artifact_prune': build_artifact_prune,
+            'build_artifact_problems': build_artifact_problems,
         }

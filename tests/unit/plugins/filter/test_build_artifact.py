@@ -194,3 +194,83 @@ def test_prune_keeps_the_current_and_the_newest(current, keep, expected):
 def test_prune_keeps_at_least_the_current_build(keep):
     with pytest.raises(AnsibleFilterError, match='keep must be'):
         build_artifact.build_artifact_prune(FOUND, current='1.13.1-dddddddddddd', keep=keep)
+
+
+# --- build_artifact_problems: the settings as ucx passes them (Debian source), then one broken rule per case.
+SETTINGS = {
+    'name': 'ucx', 'version': '1.13.1', 'source': 'debian', 'url': '', 'sha256': '', 'mirror_dir': '',
+    'debian_version': '1.13.1-1', 'git_url': '', 'git_commit': '', 'build_system': 'autotools', 'make_args': [],
+    'install_bin': [], 'build_env': {}, 'configure_flags': ['--enable-mt'], 'root': '/opt/trainstack',
+    'build_dir': '/var/tmp/trainstack-build', 'make_jobs': '0', 'timeout': '7200', 'poll_interval': '20', 'keep': '3',
+    'environment': 'auto',
+}
+UCX_NAMES = {'build_artifact_version': 'ucx_version', 'build_artifact_source': 'ucx_source', 'build_artifact_url': 'ucx_url',
+             'build_artifact_sha256': 'ucx_sha256', 'build_artifact_debian_version': 'ucx_debian_version'}
+SHA = 'ab' * 32
+
+
+@pytest.mark.parametrize('changes', [
+    {},
+    {'source': 'url', 'url': 'https://github.com/openucx/ucx/releases/download/v1.13.1/ucx-1.13.1.tar.gz', 'sha256': SHA},
+    {'source': 'mirror', 'mirror_dir': '/srv/mirror', 'sha256': SHA},
+    {'source': 'git', 'git_url': '/srv/mirror/nccl-tests.bundle', 'git_commit': 'a0b82b2260cf5152b9f8c061bbf7eaf0ba096432',
+     'build_system': 'make', 'make_args': ['MPI=1', 'NVCC_GENCODE=-gencode=arch=compute_90,code=sm_90'],
+     'install_bin': ['build/*_perf'], 'build_env': {'CUDA_HOME': '/usr/local/cuda'}},
+    {'debian_version': '1:4.1.4-3+b1', 'version': '4.1.4'},
+    {'make_jobs': 8, 'keep': 1, 'timeout': 60, 'poll_interval': 1, 'environment': 'none'},
+], ids=['debian', 'url', 'mirror', 'git-make', 'epoch', 'numbers-as-ints'])
+def test_sound_settings_have_no_problem(changes):
+    assert build_artifact.build_artifact_problems(dict(SETTINGS, **changes), UCX_NAMES) == []
+
+
+@pytest.mark.parametrize('changes, expected', [
+    # the user's variable is named when the calling role maps it
+    ({'version': 'latest'}, ['ucx_version must be a version that starts with a digit, got "latest"']),
+    ({'version': '1.13.1\n'}, ['ucx_version must be a version that starts with a digit, got "1.13.1\\n"']),
+    ({'source': 'github'}, ['ucx_source must be one of debian, url, mirror, git, got "github"']),
+    ({'debian_version': '1.13.1'},
+     ['ucx_debian_version must be a Debian version with its revision, such as 1.13.1-1 (source debian), got "1.13.1"']),
+    ({'source': 'url', 'url': 'https://example.org/ucx.tar.gz', 'sha256': 'AB' * 32},
+     ['ucx_sha256 must be the 64 lower-case hex digits of the tarball (source url), got "%s"' % ('AB' * 32)]),
+    ({'source': 'url', 'url': 'example.org/ucx.tar.gz', 'sha256': SHA},
+     ['ucx_url must be an http, https or ftp URL of one line without spaces (source url), got "example.org/ucx.tar.gz"']),
+    ({'source': 'url', 'url': 'https://example.org/ucx.tar.gz\nrm -rf /', 'sha256': SHA},
+     ['ucx_url must be an http, https or ftp URL of one line without spaces (source url), got "https://example.org/ucx.tar.gz\\nrm -rf /"']),
+    # one message per broken rule, and only those
+    ({'source': 'mirror', 'sha256': ''},
+     ['ucx_sha256 must be the 64 lower-case hex digits of the tarball (source mirror), got ""',
+      'build_artifact_mirror_dir must name the directory that holds the tarball (source mirror), got ""']),
+    ({'source': 'git', 'git_url': '/srv/x.bundle', 'git_commit': 'v2.19.6'},
+     ['build_artifact_git_commit must be a full 40-hex commit id (source git: a tag, a branch or a short id can move or be '
+      'ambiguous), got "v2.19.6"']),
+    ({'build_system': 'cmake'}, ['build_artifact_build_system must be autotools or make, got "cmake"']),
+    ({'make_args': ['-j8']},
+     ['build_artifact_make_args must be a list of NAME=value entries, got ["-j8"]',
+      'build_artifact_make_args belongs to build_system make (autotools runs configure, make, make install), got ["-j8"]']),
+    ({'build_system': 'make', 'install_bin': [], 'build_env': {'A B': 'x'}},
+     ['build_artifact_build_env must map shell variable names (letters, digits, _) to values, got {"A B": "x"}',
+      'build_artifact_install_bin must list the built programs to install (build_system make), got []']),
+    ({'env': {'UCX_HOME': '@PREFIX@', 'X;id': 'y'}},
+     ['build_artifact_env must map shell variable names (letters, digits, _) to values, got {"UCX_HOME": "@PREFIX@", "X;id": "y"}']),
+    ({'configure_flags': ['--prefix=/usr']},
+     ['build_artifact_configure_flags may not set --prefix (the build id picks the prefix), got ["--prefix=/usr"]']),
+    ({'root': 'opt/trainstack'}, ['build_artifact_root must be an absolute path, got "opt/trainstack"']),
+    ({'timeout': '59', 'keep': 'three', 'make_jobs': True},
+     ['build_artifact_make_jobs must be a whole number >= 0, got true', 'build_artifact_timeout must be a whole number >= 60, got "59"',
+      'build_artifact_keep must be a whole number >= 1, got "three"']),
+    ({'environment': 'lmod'}, ['build_artifact_environment must be one of auto, modules, profile, none, got "lmod"']),
+], ids=['latest', 'version-newline', 'source', 'debian-revision', 'sha-case', 'url-scheme', 'url-newline', 'mirror-two',
+        'git-tag', 'build-system', 'make-args-autotools', 'make-env-install', 'env-name', 'prefix', 'relative-root', 'numbers',
+        'environment'])
+def test_each_broken_rule_is_named_once(changes, expected):
+    assert build_artifact.build_artifact_problems(dict(SETTINGS, **changes), UCX_NAMES) == expected
+
+
+def test_problems_without_names_use_the_role_variables():
+    assert build_artifact.build_artifact_problems(dict(SETTINGS, version='x')) == [
+        'build_artifact_version must be a version that starts with a digit, got "x"']
+
+
+def test_problems_want_a_dict():
+    with pytest.raises(AnsibleFilterError, match='expects a dict'):
+        build_artifact.build_artifact_problems(['ucx'])
