@@ -20,15 +20,23 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.trainstack.cluster.plugins.module_utils._hostlist import HostlistError, expand
+
 _HOSTNAME = re.compile(r"(?=.{1,253}\Z)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
 _WORDS = {
     # Slurm words: partition names, GPU types, features, cluster names.
     "slurm_word": re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+@-]*"),
     "slurm_key": re.compile(r"[A-Za-z][A-Za-z0-9]*"),
     "nccl_key": re.compile(r"NCCL_[A-Z0-9_]+"),
+    # Environment of MPI jobs: the MPI stack's own settings, never the loader's or the shell's (LD_PRELOAD, BASH_ENV).
+    "mpi_env_key": re.compile(r"(OMPI|OPAL|PRTE|PMIX|UCX|HWLOC)_[A-Za-z0-9_]+"),
     # NCCL_SOCKET_IFNAME syntax: names, prefixes, ^ (exclude) and = (exact), comma separated.
     "ifname": re.compile(r"[=^]?[A-Za-z0-9_.:@-]{1,15}(,[=^]?[A-Za-z0-9_.:@-]{1,15})*"),
     "package": re.compile(r"[A-Za-z0-9][A-Za-z0-9+._:~=*-]*"),
+    # One pip requirement: a name, optional [extras], optional version clauses; never an option (pip reads a
+    # leading '-' as one: --index-url in a package list would redirect every download).
+    "pip_requirement": re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*\])?"
+                                  r"((===?|[<>!~]=|[<>])[A-Za-z0-9.*+!_-]+(,(===?|[<>!~]=|[<>])[A-Za-z0-9.*+!_-]+)*)?"),
     "word": re.compile(r"[A-Za-z0-9][A-Za-z0-9+._:~@/-]*"),
     "db_name": re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}"),
     "ini_key": re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*"),
@@ -91,10 +99,18 @@ def _first(text, chars):
     return None
 
 
+# Paths land in shell scripts (build.sh, profile.d, sbatch files), Tcl module files and Slurm's key=value files: besides
+# quoting there, no character that any of them would read as syntax.
+_PATH_META = "$`;|&<>()[]{}*?!"
+
+
 def _path_problem(text, kind):
     bad = _control(text) or _first(text, " #=\"'\\")
     if bad:
         return "contains %s" % _char_name(bad)
+    bad = _first(text, _PATH_META)
+    if bad:
+        return "contains %s (a shell or Tcl metacharacter)" % _char_name(bad)
     if not text.startswith("/"):
         return "must be an absolute path"
     if "/.." in text + "/" and any(part == ".." for part in text.split("/")):
@@ -144,8 +160,10 @@ def _scalar_problem(value, fmt):
     if fmt == "relative_path":
         return _relative_path_problem(value)
     if fmt == "file_name":
-        problem = _relative_path_problem(value)
-        return problem or ("must be a file name without '/'" if "/" in value else None)
+        bad = _control(value) or _first(value, " #\"'\\")
+        if bad:
+            return "contains %s" % _char_name(bad)
+        return "must be a file name (no '/', not '.' or '..')" if "/" in value or value in ("", ".", "..") else None
     bad = _control(value)
     if bad:
         return "contains %s" % _char_name(bad)
@@ -165,9 +183,21 @@ def _scalar_problem(value, fmt):
         bad = _first(value, " #")
         return "contains %s" % _char_name(bad) if bad else None
     if fmt == "secret":
-        # Templates escape '#' and '\' for Slurm's parser (slurmdbd.conf.j2); whitespace would need quoting.
-        bad = next((char for char in value if char.isspace()), None)
-        return "contains %s" % _char_name(bad) if bad else None
+        # slurmdbd.conf.j2 escapes '#' and '\' and double-quotes a value with whitespace; a value inside double
+        # quotes cannot hold one itself, and a leading one would be read as an opening quote.
+        if value.startswith('"'):
+            return "must not begin with a double quote"
+        space = next((char for char in value if char.isspace()), None)
+        if space and '"' in value:
+            return "contains %s and a double quote (it may hold either, not both)" % _char_name(space)
+        return None
+    if fmt == "hostlist":
+        # As slurm's verify step and scontrol will read it.
+        try:
+            expand(value)
+        except HostlistError as exc:
+            return "must be a Slurm hostlist such as gpu[01-04],cpu1: %s" % exc
+        return None
     if fmt == "ini_value":
         bad = _first(value, "#;")
         if bad or value != value.strip() or value == "":
@@ -197,7 +227,9 @@ def _scalar_problem(value, fmt):
         raise AnsibleFilterError("conf_value_problems: unknown format %r" % fmt)
     if pattern.fullmatch(value):
         return None
-    bad = _first(value, " #=") if fmt not in ("ifname", "package", "url", "proxy_url") else _first(value, " #")
+    if fmt == "pip_requirement" and value.startswith("-"):
+        return "must be a pip requirement (name[extras]==version), not a pip option"
+    bad = _first(value, " #=") if fmt not in ("ifname", "package", "url", "proxy_url", "pip_requirement") else _first(value, " #")
     if bad:
         return "contains %s" % _char_name(bad)
     return "must match %s" % pattern.pattern
@@ -325,9 +357,19 @@ def unknown_variables(names, known, prefixes, allowed=None):
             continue
         if not any(name.startswith(prefix) for prefix in prefixes):
             continue
-        close = difflib.get_close_matches(name, sorted(known), 1, 0.6)
-        out.append("%s is not a variable of any role%s" % (name, " (did you mean %s?)" % close[0] if close else ""))
+        close = _closest(name, known)
+        out.append("%s is not a variable of any role%s" % (name, " (did you mean %s?)" % close if close else ""))
     return out
+
+
+def _closest(name, known):
+    """The known name a typo most likely meant: by similarity, a cut-short or run-on name first (acceptance_mpi_env
+    means acceptance_mpi_environment, not the equally similar acceptance_mpi_prefix); None below a ratio of 0.6."""
+    def score(candidate):
+        ratio = difflib.SequenceMatcher(None, name, candidate).ratio()
+        return (ratio >= 0.6 and (candidate.startswith(name) or name.startswith(candidate)), ratio, candidate)
+    best = max((score(candidate) for candidate in known), default=None)
+    return best[2] if best and best[1] >= 0.6 else None
 
 
 class FilterModule:

