@@ -39,6 +39,12 @@ DISCOURAGED_SETTINGS = frozenset(["NCCL_P2P_LEVEL", "NCCL_NET_GDR_LEVEL", "NCCL_
 # Interfaces that never carry NCCL's bootstrap traffic: loopback, container and VM bridges, tunnels.
 _NOT_A_SOCKET_INTERFACE = re.compile(r"^(lo|docker\d*|virbr\d*|br-.*|veth.*|cni\d*|flannel.*|cali.*|tun\d*|tap\d*|vxlan.*)$")
 _KEY = re.compile(r"^NCCL_[A-Z0-9_]+$")
+# Switches the user guide documents as 0 or 1 (set to 1 to disable / enable): another value is a typo NCCL reads as
+# some number, not an error.
+SWITCH_SETTINGS = frozenset("""
+NCCL_P2P_DISABLE NCCL_SHM_DISABLE NCCL_IB_DISABLE NCCL_P2P_DIRECT_DISABLE NCCL_NVB_DISABLE NCCL_PXN_DISABLE
+NCCL_NET_GDR_READ NCCL_IGNORE_CPU_AFFINITY NCCL_COLLNET_ENABLE NCCL_DMABUF_ENABLE NCCL_CUMEM_ENABLE
+""".split())
 MAX_IB_HCA_ENTRIES = 32
 
 
@@ -70,6 +76,11 @@ def check_overrides(overrides, allow_unknown=False):
         text = str(value)
         if "\n" in text or "\r" in text:
             _error("%s must be a single line" % key)
+        if key in SWITCH_SETTINGS and text not in ("0", "1"):
+            _error("%s is a switch: 0 or 1 (or true/false), got %r" % (key, text))
+        # System-wide, loopback only would keep every job on one node (NCCL picks lo only when told to).
+        if key == "NCCL_SOCKET_IFNAME" and text.lstrip("=") in ("lo", "lo0"):
+            _error("NCCL_SOCKET_IFNAME %s is the loopback interface: jobs across nodes could not connect" % text)
         checked[key] = text
     return checked
 

@@ -185,6 +185,9 @@ CORPUS = [
     # nccl.conf
     ("nccl-value-newline", {"nccl_settings": {"NCCL_DEBUG": "WARN" + NL + "NCCL_GRAPH_FILE=/tmp/g"}}, "nccl_settings.NCCL_DEBUG contains a newline"),
     ("nccl-value-space", {"nccl_settings": {"NCCL_DEBUG": "WARN INFO"}}, "nccl_settings.NCCL_DEBUG contains a space"),
+    # NCCL settings checked for meaning (issue 25, item 7): a switch is 0 or 1, the bootstrap interface is never loopback
+    ("nccl-switch-word", {"nccl_settings": {"NCCL_IB_DISABLE": "yes"}}, "NCCL_IB_DISABLE is a switch: 0 or 1"),
+    ("nccl-socket-loopback", {"nccl_settings": {"NCCL_SOCKET_IFNAME": "=lo"}}, "NCCL_SOCKET_IFNAME =lo is the loopback interface"),
     ("nccl-value-hash", {"nccl_settings": {"NCCL_DEBUG": "WARN#"}}, "nccl_settings.NCCL_DEBUG contains '#'"),
     ("nccl-value-list", {"nccl_settings": {"NCCL_DEBUG": ["WARN"]}}, "nccl_settings.NCCL_DEBUG must be a string, got a list"),
     ("nccl-key-lower", {"nccl_settings": {"nccl_debug": "WARN"}}, "nccl_settings: key 'nccl_debug' must match"),

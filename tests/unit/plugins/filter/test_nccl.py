@@ -67,13 +67,22 @@ def test_output_is_sorted_by_key():
         ({"NCCL_DEBUG": "INFO\nNCCL_ALGO=Tree"}, False, "NCCL_DEBUG must be a single line"),
         ({"NCCL_DEBUG": ["INFO"]}, False, "NCCL_DEBUG must be a string or a number"),
         (["NCCL_DEBUG=INFO"], False, "must be a dictionary"),
+        ({"NCCL_IB_DISABLE": "yes"}, False, "NCCL_IB_DISABLE is a switch: 0 or 1"),
+        ({"NCCL_P2P_DISABLE": 2}, False, "NCCL_P2P_DISABLE is a switch: 0 or 1"),
+        ({"NCCL_SOCKET_IFNAME": "=lo"}, False, "NCCL_SOCKET_IFNAME =lo is the loopback interface"),
+        ({"NCCL_SOCKET_IFNAME": "lo"}, False, "NCCL_SOCKET_IFNAME lo is the loopback interface"),
     ],
     ids=["graph-file", "graph-file-even-allowed", "conf-file", "unknown", "not-nccl", "lowercase", "newline",
-         "list-value", "not-a-dict"],
+         "list-value", "not-a-dict", "switch-word", "switch-two", "ifname-lo-exact", "ifname-lo"],
 )
 def test_bad_overrides_are_refused(overrides, allow_unknown, message):
     with pytest.raises(AnsibleFilterError, match="^nccl_settings: .*" + message.replace("(", r"\(")):
         nccl_settings({}, None, overrides, None, allow_unknown)
+
+
+def test_switches_take_booleans_and_digits():
+    assert nccl_settings({}, None, {"NCCL_IB_DISABLE": True, "NCCL_SHM_DISABLE": "0", "NCCL_SOCKET_IFNAME": "^lo,docker"}) == {
+        "NCCL_IB_DISABLE": "1", "NCCL_SHM_DISABLE": "0", "NCCL_SOCKET_IFNAME": "^lo,docker"}
 
 
 def test_unknown_key_accepted_when_allowed():
