@@ -415,7 +415,9 @@ def _corpus_inventory(directory):
     return path
 
 
-@pytest.fixture(scope="module")
+# Session scope: xdist may run other modules' tests between the group's on its worker, and a module-scoped fixture
+# would then run the whole corpus again (the CI of 2120c7b did: 313 s twice).
+@pytest.fixture(scope="session")
 def corpus_run():
     """One ansible-playbook run of the preflight play over every case: host -> what happened to it.
 
