@@ -13,6 +13,7 @@ Two kinds of runs, both in check mode against this machine (connection local):
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -415,10 +416,26 @@ def _corpus_inventory(directory):
     return path
 
 
-# Session scope: xdist may run other modules' tests between the group's on its worker, and a module-scoped fixture
-# would then run the whole corpus again (the CI of 2120c7b did: 313 s twice).
+# Once per test run, whatever the workers: xdist spread the corpus tests over both workers despite their xdist_group
+# and each ran the whole corpus (the CI of 2120c7b: 313 s twice). The first worker runs it, the others read its result.
 @pytest.fixture(scope="session")
-def corpus_run():
+def corpus_run(tmp_path_factory, worker_id):
+    """The corpus run's result, shared by the xdist workers through a file under pytest's common temporary root."""
+    if worker_id == "master":
+        return _corpus_run()
+    shared = tmp_path_factory.getbasetemp().parent / "bad_input_corpus.json"
+    with open(str(shared) + ".lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if shared.is_file():
+            hosts = json.loads(shared.read_text(encoding="utf-8"))
+            return {host: dict(seen, plays=set(seen["plays"])) for host, seen in hosts.items()}
+        hosts = _corpus_run()
+        shared.write_text(json.dumps({host: dict(seen, plays=sorted(seen["plays"])) for host, seen in hosts.items()}),
+                          encoding="utf-8")
+        return hosts
+
+
+def _corpus_run():
     """One ansible-playbook run of the preflight play over every case: host -> what happened to it.
 
     Every case host is this machine (connection local), so facts are gathered once, by setup into a
