@@ -488,7 +488,7 @@ def test_corpus_is_large_and_distinct():
     assert len({json.dumps(case[1], sort_keys=True) for case in CORPUS}) == len(CORPUS)
 
 
-# One xdist worker runs every test of the corpus (scripts/test: --dist loadgroup), so the run happens once.
+# The corpus runs once for all these tests: corpus_run shares its result between the xdist workers.
 @pytest.mark.xdist_group("bad_input_corpus")
 @pytest.mark.parametrize("host", sorted(GOOD_HOSTS))
 def test_good_values_pass_preflight_in_the_corpus_run(corpus_run, host):
