@@ -276,12 +276,11 @@ def build_artifact_problems(settings, names=None):
     make_args = settings.get('make_args') or []
     check(isinstance(make_args, list) and all(isinstance(a, str) and _MAKE_ARG.match(a) for a in make_args),
           'make_args', 'must be a list of NAME=value entries')
-    build_env = settings.get('build_env') or {}
-    check(isinstance(build_env, dict) and all(isinstance(k, str) and _SHELL_NAME.match(k) for k in build_env),
-          'build_env', 'must map shell variable names (letters, digits, _) to values')
-    env = settings.get('env') or {}
-    check(isinstance(env, dict) and all(isinstance(k, str) and _SHELL_NAME.match(k) for k in env),
-          'env', 'must map shell variable names (letters, digits, _) to values')
+    # The build's environment (build.sh) and the module / profile.d one: both become shell variables.
+    for key in ('build_env', 'env'):
+        variables = settings.get(key) or {}
+        check(isinstance(variables, dict) and all(isinstance(k, str) and _SHELL_NAME.match(k) for k in variables),
+              key, 'must map shell variable names (letters, digits, _) to values')
     install_bin = settings.get('install_bin') or []
     if system == 'make':
         check(bool(install_bin), 'install_bin', 'must list the built programs to install (build_system make)')
