@@ -154,6 +154,87 @@ def nccl_settings(topology, management_interface=None, overrides=None, topology_
     return dict(sorted(settings.items()))
 
 
+def _nccl_list(text):
+    """NCCL's list syntax for interfaces and HCAs: [^][=]item,item... -> (exclude, exact, items)."""
+    exclude = text.startswith("^")
+    text = text[1:] if exclude else text
+    exact = text.startswith("=")
+    text = text[1:] if exact else text
+    return exclude, exact, [item for item in text.split(",") if item]
+
+
+def _named(name, entry, exact):
+    return name == entry if exact else name.startswith(entry)
+
+
+def _interface_names(topology):
+    """The probed network interfaces: Ethernet ones and the HCAs' netdevs (IPoIB, RoCE)."""
+    names = [nic.get("name") or "" for nic in topology.get("ethernet") or []]
+    return names + [netdev for hca in topology.get("hcas") or [] for netdev in hca.get("netdevs") or []]
+
+
+def _socket_problem(value, topology):
+    """NCCL_SOCKET_IFNAME must leave NCCL a real interface of this host (IPoIB included)."""
+    names = _interface_names(topology)
+    usable = sorted(name for name in names if not _NOT_A_SOCKET_INTERFACE.match(name))
+    if not names:
+        return None  # the probe read no network interfaces: nothing to compare with
+    exclude, exact, entries = _nccl_list(value)
+    chosen = [name for name in names if any(_named(name, entry, exact) for entry in entries) != exclude]
+    if any(name in usable for name in chosen):
+        return None
+    plumbing = sorted(name for name in chosen if name not in usable)
+    return "NCCL_SOCKET_IFNAME %s leaves NCCL %s on this host (its interfaces: %s)" % (
+        value, "only " + ", ".join(plumbing) + ", which carry no traffic between nodes" if plumbing else "no interface",
+        ", ".join(usable) or "none but loopback and virtual ones")
+
+
+def _hca_problems(value, topology):
+    """Every NCCL_IB_HCA entry must name an HCA (and port) the probe found: NCCL skips a typo silently."""
+    hcas = {hca.get("name"): [port.get("port") for port in hca.get("ports") or []] for hca in topology.get("hcas") or []}
+    exclude, exact, entries = _nccl_list(value)
+    if not hcas:
+        return [] if exclude else ["NCCL_IB_HCA %s names HCAs, but the probe found none on this host "
+                                   "(no /sys/class/infiniband entry): NCCL would fall back to sockets" % value]
+    found = ", ".join("%s (ports %s)" % (name, ",".join(str(port) for port in ports)) for name, ports in sorted(hcas.items()))
+    problems = []
+    for entry in entries:
+        name, _sep, port = entry.partition(":")
+        matches = [hca for hca in hcas if _named(hca, name, exact)]
+        if not matches:
+            problems.append("NCCL_IB_HCA entry %s names no HCA of this host (the probe found %s)" % (entry, found))
+        elif port and not (port.isdigit() and any(int(port) in hcas[hca] for hca in matches)):
+            problems.append("NCCL_IB_HCA entry %s names a port %s does not have (the probe found %s)"
+                            % (entry, "/".join(matches), found))
+    return problems
+
+
+def nccl_host_problems(topology, overrides, topology_file_exists=True, management_interface=None):
+    """What in the inventory's NCCL settings does not fit this host's probed topology, one message per rule.
+
+    ``topology_file_exists``: whether the file an NCCL_TOPO_FILE override names exists or will be written.
+    ``management_interface``: nccl_management_interface, which must be an interface of this host.
+    """
+    checked = check_overrides(overrides, allow_unknown=True)
+    topology = topology or {}
+    found = []
+    if management_interface and checked.get("NCCL_SOCKET_IFNAME") is None:
+        names = _interface_names(topology)
+        if names and management_interface not in names:
+            found.append("nccl_management_interface: %s is not an interface of this host (its interfaces: %s)"
+                         % (management_interface, ", ".join(sorted(names))))
+    problems = []
+    if checked.get("NCCL_SOCKET_IFNAME") is not None:
+        problems.append(_socket_problem(checked["NCCL_SOCKET_IFNAME"], topology))
+    if checked.get("NCCL_IB_HCA") is not None and checked.get("NCCL_IB_DISABLE") != "1":
+        problems.extend(_hca_problems(checked["NCCL_IB_HCA"], topology))
+    if checked.get("NCCL_TOPO_FILE") is not None and not topology_file_exists:
+        problems.append("NCCL_TOPO_FILE %s does not exist on this host and this role will not write it "
+                        "(nccl_topology_path with nccl_topology_manage on a GPU node): every job would warn and ignore it"
+                        % checked["NCCL_TOPO_FILE"])
+    return found + ["nccl_settings: " + problem for problem in problems if problem]
+
+
 def nccl_discouraged_settings(overrides):
     """The override keys NVIDIA advises against in production."""
     return sorted(key for key in (overrides or {}) if key in DISCOURAGED_SETTINGS)
@@ -166,4 +247,5 @@ class FilterModule:
         return {
             "nccl_settings": nccl_settings,
             "nccl_discouraged_settings": nccl_discouraged_settings,
+            "nccl_host_problems": nccl_host_problems,
         }

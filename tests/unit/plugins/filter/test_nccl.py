@@ -11,7 +11,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.trainstack.cluster.plugins.filter.nccl import nccl_discouraged_settings, nccl_settings
+from ansible_collections.trainstack.cluster.plugins.filter.nccl import nccl_discouraged_settings, nccl_host_problems, nccl_settings
 
 from topology_support import expected_facts as topology
 
@@ -127,3 +127,71 @@ def test_more_ports_than_nccl_ib_hca_takes():
 )
 def test_discouraged_settings(overrides, expected):
     assert nccl_discouraged_settings(overrides) == expected
+
+
+# Settings compared with the recorded hosts (hgx_h100: eno1 up, docker0, veth, lo; mlx5_0..7 with port 1 and
+# IPoIB ibp*; ib_down_roce: mlx5_0 (IPoIB ibs3f0) and mlx5_1 (RoCE on ens3f1np1); cpu_only: no HCA).
+@pytest.mark.parametrize(
+    ("case", "overrides", "file_exists", "expected"),
+    [
+        ("hgx_h100", {"NCCL_SOCKET_IFNAME": "=eno1"}, True, []),
+        ("hgx_h100", {"NCCL_SOCKET_IFNAME": "en"}, True, []),
+        ("hgx_h100", {"NCCL_SOCKET_IFNAME": "eth,eno"}, True, []),
+        ("hgx_h100", {"NCCL_SOCKET_IFNAME": "ibp"}, True, []),
+        ("hgx_h100", {"NCCL_SOCKET_IFNAME": "^docker,veth"}, True, []),
+        ("hgx_h100", {"NCCL_SOCKET_IFNAME": "=eth0"}, True, ["leaves NCCL no interface", "eno1, ibp158s0"]),
+        ("hgx_h100", {"NCCL_SOCKET_IFNAME": "=eno"}, True, ["=eno leaves NCCL no interface"]),
+        ("hgx_h100", {"NCCL_SOCKET_IFNAME": "docker"}, True, ["leaves NCCL only docker0, which carry no traffic"]),
+        ("hgx_h100", {"NCCL_SOCKET_IFNAME": "^eno,ibp"}, True, ["only docker0, lo, veth1a2b3c4"]),
+        ("hgx_h100", {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_7:1"}, True, []),
+        ("hgx_h100", {"NCCL_IB_HCA": "mlx5"}, True, []),
+        ("hgx_h100", {"NCCL_IB_HCA": "^=mlx5_3"}, True, []),
+        ("hgx_h100", {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_8:1"}, True, ["entry mlx5_8:1 names no HCA", "mlx5_0 (ports 1)"]),
+        ("hgx_h100", {"NCCL_IB_HCA": "=mlx5_0:2"}, True, ["entry mlx5_0:2 names a port mlx5_0 does not have"]),
+        ("hgx_h100", {"NCCL_IB_HCA": "=mlx5"}, True, ["entry mlx5 names no HCA"]),
+        ("hgx_h100", {"NCCL_IB_HCA": "mlx4"}, True, ["entry mlx4 names no HCA"]),
+        ("hgx_h100", {"NCCL_IB_HCA": "mlx5_0:x"}, True, ["entry mlx5_0:x names a port"]),
+        ("hgx_h100", {"NCCL_IB_HCA": "=mlx5_9", "NCCL_IB_DISABLE": 1}, True, []),
+        ("cpu_only", {"NCCL_IB_HCA": "=mlx5_0:1"}, True, ["the probe found none on this host"]),
+        ("cpu_only", {"NCCL_IB_HCA": "^mlx5_0"}, True, []),
+        ("ib_down_roce", {"NCCL_IB_HCA": "=mlx5_1:1", "NCCL_SOCKET_IFNAME": "=ens3f1np1"}, True, []),
+        ("hgx_h100", {"NCCL_TOPO_FILE": "/etc/nccl/site.xml"}, True, []),
+        ("hgx_h100", {"NCCL_TOPO_FILE": "/etc/nccl/site.xml"}, False, ["NCCL_TOPO_FILE /etc/nccl/site.xml does not exist"]),
+        ("hgx_h100", {"NCCL_SOCKET_IFNAME": None, "NCCL_IB_HCA": None, "NCCL_TOPO_FILE": None}, False, []),
+        ("hgx_h100", {"NCCL_DEBUG": "WARN"}, False, []),
+        ({}, {"NCCL_SOCKET_IFNAME": "=eth0"}, True, []),
+    ],
+)
+def test_nccl_host_problems(case, overrides, file_exists, expected):
+    facts = topology(case) if case else {}
+    problems = nccl_host_problems(facts, overrides, file_exists)
+    assert len(problems) == (1 if expected else 0), problems
+    assert all(problem.startswith("nccl_settings: ") for problem in problems)
+    for words in expected:
+        assert words in problems[0], (words, problems)
+
+
+def test_nccl_host_problems_one_message_per_broken_rule():
+    problems = nccl_host_problems(topology("hgx_h100"), {
+        "NCCL_SOCKET_IFNAME": "=eth0", "NCCL_IB_HCA": "=mlx5_0:1,mlx5_8:1,mlx5_9:1", "NCCL_TOPO_FILE": "/x.xml"}, False)
+    assert [problem.split(" ")[1] for problem in problems] == [
+        "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_IB_HCA", "NCCL_TOPO_FILE"]
+
+
+@pytest.mark.parametrize(
+    ("case", "interface", "overrides", "expected"),
+    [
+        ("hgx_h100", "eno1", {}, None),
+        ("hgx_h100", "ibp158s0", {}, None),
+        ("hgx_h100", "", {}, None),
+        ("hgx_h100", "bond0", {}, "nccl_management_interface: bond0 is not an interface of this host (its interfaces: docker0, eno1,"),
+        # An explicit NCCL_SOCKET_IFNAME wins over the management interface: it is not used, so not compared.
+        ("hgx_h100", "bond0", {"NCCL_SOCKET_IFNAME": "=eno1"}, None),
+        ({}, "bond0", {}, None),
+    ],
+)
+def test_nccl_host_problems_management_interface(case, interface, overrides, expected):
+    problems = nccl_host_problems(topology(case) if case else {}, overrides, True, interface)
+    assert problems == ([] if expected is None else [problems[0]]), problems
+    if expected:
+        assert problems[0].startswith(expected), problems
