@@ -38,7 +38,12 @@ DISCOURAGED_SETTINGS = frozenset(["NCCL_P2P_LEVEL", "NCCL_NET_GDR_LEVEL", "NCCL_
 
 # Interfaces that never carry NCCL's bootstrap traffic: loopback, container and VM bridges, tunnels.
 _NOT_A_SOCKET_INTERFACE = re.compile(r"^(lo|docker\d*|virbr\d*|br-.*|veth.*|cni\d*|flannel.*|cali.*|tun\d*|tap\d*|vxlan.*)$")
-_KEY = re.compile(r"^NCCL_[A-Z0-9_]+$")
+_KEY = re.compile(r"NCCL_[A-Z0-9_]+\Z")
+# NCCL's list syntax: ^ excludes, = matches exact names; HCA entries may name a port (mlx5_0:1).
+_LIST_SYNTAX = {
+    "NCCL_SOCKET_IFNAME": re.compile(r"\^?=?[A-Za-z0-9_.:@-]{1,15}(,[A-Za-z0-9_.:@-]{1,15})*\Z"),
+    "NCCL_IB_HCA": re.compile(r"\^?=?[A-Za-z0-9_.-]+(:[0-9]+)?(,[A-Za-z0-9_.-]+(:[0-9]+)?)*\Z"),
+}
 # Switches the user guide documents as 0 or 1 (set to 1 to disable / enable): another value is a typo NCCL reads as
 # some number, not an error.
 SWITCH_SETTINGS = frozenset("""
@@ -76,6 +81,8 @@ def check_overrides(overrides, allow_unknown=False):
         text = str(value)
         if "\n" in text or "\r" in text:
             _error("%s must be a single line" % key)
+        if key in _LIST_SYNTAX and not _LIST_SYNTAX[key].fullmatch(text):
+            _error("%s must be a list in NCCL's syntax ([^][=]name,name...), got %r" % (key, text))
         if key in SWITCH_SETTINGS and text not in ("0", "1"):
             _error("%s is a switch: 0 or 1 (or true/false), got %r" % (key, text))
         # System-wide, loopback only would keep every job on one node (NCCL picks lo only when told to).

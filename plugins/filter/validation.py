@@ -144,6 +144,8 @@ def _scalar_problem(value, fmt):
     """Why value does not fit the scalar format fmt, or None."""
     if fmt == "bool":  # switches shared by several roles (trainstack_gpu_hold, trainstack_mpi)
         return None if isinstance(value, bool) else "must be true or false, got a %s" % _kind(value)
+    if fmt == "nccl_value" and isinstance(value, bool):  # NCCL switches: true/false are written as 1/0
+        return None
     if isinstance(value, bool) or isinstance(value, (list, tuple, dict)):
         return "must be a string, got a %s" % _kind(value)
     if value is None:

@@ -42,7 +42,7 @@ GOOD = [
     ("slurm_word", "batch"), ("slurm_word", "h100"), ("slurm_word", "2-00:00:00"),
     ("slurm_value", "NO"), ("slurm_value", "bf_interval=30,bf_max_job_test=500"), ("slurm_value", '"two words"'),
     ("slurm_value", 45), ("slurm_value", "gpu[01-04]"),
-    ("nccl_value", "=mlx5_0:1,mlx5_1:1"), ("nccl_value", "^docker,lo"),
+    ("nccl_value", "=mlx5_0:1,mlx5_1:1"), ("nccl_value", "^docker,lo"), ("nccl_value", True), ("nccl_value", 0),
     ("ifname", "eth0"), ("ifname", "^docker0,lo"), ("ifname", "=ib0"), ("ifname_or_empty", ""),
     ("host", "2.debian.pool.ntp.org"), ("host", "10.0.0.1"), ("host", "fd00::1"), ("hostname", "gpu-01"),
     ("hostname", "gpu-01.cluster.example"), ("ip", "10.0.0.11"), ("ip", "2001:db8::1"),
