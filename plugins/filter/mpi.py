@@ -142,6 +142,8 @@ def mpi_stack_conflicts(stack, matrix, labels=None):
         key = name + '_version'
         value = stack.get(key)
         if value not in (None, ''):
+            if not re.match(r'[0-9]+([.][0-9]+)*', str(value)):
+                _error('%s must be a version such as 4.2.2, got %r' % (labels.get(key, key).split(' ')[0], value))
             versions[name] = version_tuple(value)
             shown[name] = '%s %s' % (labels.get(key, key), value)
     versions['cuda'] = bool(stack.get('cuda'))

