@@ -35,7 +35,11 @@ Where Slurm silently accepts broken input, this module raises
 :class:`HostlistError` instead: unbalanced or nested brackets (Slurm turns
 ``n[1-3`` into the host ``n]``), an empty expression, an empty element inside
 brackets, a reversed range, text after the last closing bracket, and numbers of
-2**64 - 1 or more (Slurm saturates or wraps them).
+2**64 - 1 or more (Slurm saturates or wraps them).  By default every host name
+must also be a plain host name: ASCII letters, digits, ``-``, ``.`` and ``_``, not
+starting with ``-`` or ``.`` (Slurm takes ``gpu01;reboot`` or ``a$(id)`` as node
+names; a node list that reaches a command line or a conf file must not).  Pass
+``check_names=False`` to get Slurm's behaviour for such names.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ _C_SPACE = ' \t\n\v\f\r'
 _SEPARATORS_RE = re.compile(r'[\t, ]+')
 _TOKEN_RE = re.compile(r'(?:[^\t, \[\]]|\[[^\[\]]*\])+')
 _BRACKET_RE = re.compile(r'[\[\]]')
+_NAME_CHARS_RE = re.compile(r'[A-Za-z0-9._-]*')
 
 
 class HostlistError(ValueError):
@@ -319,8 +324,34 @@ def _items(value):
     raise HostlistError('expected a string or a list of strings, got %s' % type(value).__name__)
 
 
-def parse(value, allow_empty=False):
-    """A :class:`Hostlist` from an expression or a list of expressions / names."""
+def _check_host_names(hostlist):
+    """Every name of ``hostlist`` must be a plain host name (the numbers of a range are digits: check prefixes)."""
+    for rng in hostlist.ranges:
+        prefix = rng.prefix
+        end = _NAME_CHARS_RE.match(prefix).end()
+        if end == len(prefix) and prefix[:1] not in ('-', '.'):
+            continue
+        first = prefix if rng.single else prefix + str(rng.lo).zfill(rng.width)
+        if end != len(prefix):
+            raise HostlistError("invalid host name %r: %s is not allowed in a host name (only letters, digits, '-', '.' and '_')"
+                                % (first, _char_name(prefix[end])))
+        raise HostlistError("invalid host name %r: a host name must not start with %r" % (first, prefix[0]))
+
+
+def _char_name(char):
+    names = {' ': 'a space', '\t': 'a tab', '\n': 'a newline', '\r': 'a carriage return'}
+    if char in names:
+        return names[char]
+    if char.isprintable():
+        return repr(char)
+    return 'the control character %s' % ascii(char)
+
+
+def parse(value, allow_empty=False, check_names=True):
+    """A :class:`Hostlist` from an expression or a list of expressions / names.
+
+    ``check_names``: refuse host names that are not plain host names (see the module's description).
+    """
     hostlist = Hostlist()
     items = _items(value)
     for item in items:
@@ -331,14 +362,16 @@ def parse(value, allow_empty=False):
         hostlist.push(item)
     if not allow_empty and not hostlist.ranges:
         raise HostlistError('empty hostlist')
+    if check_names:
+        _check_host_names(hostlist)
     return hostlist
 
 
-def expand(value, allow_empty=False):
+def expand(value, allow_empty=False, check_names=True):
     """Host names of a hostlist expression, as ``scontrol show hostnames`` prints them."""
-    return parse(value, allow_empty).names()
+    return parse(value, allow_empty, check_names).names()
 
 
-def compress(value, allow_empty=False):
+def compress(value, allow_empty=False, check_names=True):
     """Compressed hostlist of names or expressions, as ``scontrol show hostlist`` prints it."""
-    return parse(value, allow_empty).ranged_string()
+    return parse(value, allow_empty, check_names).ranged_string()

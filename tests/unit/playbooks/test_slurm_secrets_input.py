@@ -53,7 +53,9 @@ def test_hostile_but_writable_secrets_pass_preflight():
 
 def _inventory(tmp_path, host_vars="", host="localhost"):
     path = tmp_path / "inventory.ini"
-    path.write_text("[slurm_controller]\n%s ansible_connection=local %s\n" % (host, host_vars), encoding="utf-8")
+    # A controller alone, without partitions (a partition with no slurm_compute host is refused): these tests are
+    # about names and secrets.
+    path.write_text("[slurm_controller]\n%s ansible_connection=local slurm_partitions=[] %s\n" % (host, host_vars), encoding="utf-8")
     return str(path)
 
 

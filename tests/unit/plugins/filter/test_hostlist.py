@@ -92,8 +92,6 @@ SLURM_CASES = [
     ('n[1-3] n[5]', ['n1', 'n2', 'n3', 'n5'], 'n[1-3,5]'),
     ('n[1-3],', ['n1', 'n2', 'n3'], 'n[1-3]'),
     (',n1,,n2,', ['n1', 'n2'], 'n[1-2]'),
-    # prefix comparison is strnatcmp (white space ignored): the second host takes the first prefix
-    ('a\n1,a2', ['a\n1', 'a\n2'], 'a\n[1-2]'),
     # range limit: 65536 hosts
     ('n[1-65536]', ['n%d' % i for i in range(1, 65537)], 'n[1-65536]'),
 ]
@@ -132,6 +130,29 @@ STRICTER_THAN_SLURM = [
     (',', 'empty'),
     ('n99999999999999999999999', 'too large'),     # Slurm saturates: n00018446744073709551615
     ('n18446744073709551615', 'too large'),        # Slurm wraps when a host follows
+    # names that are not host names: Slurm takes them as node names, a command line or conf file must not
+    ('gpu01;reboot', "invalid host name 'gpu01;reboot': ';' is not allowed"),
+    ('gpu01,a$(id)', "invalid host name 'a$(id)': '$' is not allowed"),
+    ('n`id`1', "'`' is not allowed"),
+    ('n|x', "'|' is not allowed"),
+    ('n&1', "'&' is not allowed"),
+    ('n>1', "'>' is not allowed"),
+    ("n'1", '"\'" is not allowed'),
+    ('n"1', "'\"' is not allowed"),
+    ('n\\1', "is not allowed"),
+    ('n*', "'*' is not allowed"),
+    ('n/1', "'/' is not allowed"),
+    ('n:1', "':' is not allowed"),
+    ('n=1', "'=' is not allowed"),
+    ('gpü01', "'ü' is not allowed"),
+    ('n[1-2]$x[1]', "invalid host name 'n1$x1': '$' is not allowed"),
+    ('$x[1-3]', "invalid host name '$x1': '$' is not allowed"),
+    ('gpu01\n', "invalid host name 'gpu01\\n': a newline is not allowed"),
+    ('gpu\r01', 'a carriage return is not allowed'),
+    ('n\x00', 'the control character'),
+    ('-n1', "must not start with '-'"),
+    ('n1,-x', "invalid host name '-x': a host name must not start with '-'"),
+    ('.n1', "must not start with '.'"),
 ]
 
 
@@ -169,6 +190,36 @@ def test_invalid_input_raises(expr, message):
 ])
 def test_compress_lists(value, expected):
     assert hostlist_compress(value) == expected
+
+
+@pytest.mark.parametrize('expr, names', [
+    ('gpu_01,gpu_02', ['gpu_01', 'gpu_02']),
+    ('node-01.example.com,n.1', ['node-01.example.com', 'n.1']),
+    ('n-[1-2]', ['n-1', 'n-2']),
+    ('[1-2]', ['1', '2']),
+    ('10.0.0.[1-2]', ['10.0.0.1', '10.0.0.2']),
+    ('N1,n_A-b.c', ['N1', 'n_A-b.c']),
+])
+def test_plain_host_names_pass(expr, names):
+    assert expand(expr) == names
+    assert hostlist_expand(expr) == names
+
+
+@pytest.mark.parametrize('expr, names, ranged', [
+    # prefix comparison is strnatcmp (white space ignored): the second host takes the first prefix
+    ('a\n1,a2', ['a\n1', 'a\n2'], 'a\n[1-2]'),
+    ('gpu01;reboot', ['gpu01;reboot'], 'gpu01;reboot'),
+    ('n$[1-2]', ['n$1', 'n$2'], 'n$[1-2]'),
+    ('-n[1-2]', ['-n1', '-n2'], '-n[1-2]'),
+])
+def test_slurm_names_without_the_host_name_check(expr, names, ranged):
+    # recorded with Slurm 22.05.8 like SLURM_CASES; check_names=False is Slurm's own behaviour
+    assert expand(expr, check_names=False) == names
+    assert compress(expr, check_names=False) == ranged
+    with pytest.raises(HostlistError, match='invalid host name'):
+        expand(expr)
+    with pytest.raises(HostlistError, match='invalid host name'):
+        compress(names)
 
 
 def test_items_are_parsed_one_by_one():
