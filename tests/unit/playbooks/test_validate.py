@@ -189,7 +189,7 @@ def test_a_scratch_directory_that_would_remove_a_system_tree_is_refused_before_a
         (tmp_path / str(case)).mkdir()
         proc, report, out = run_validate(tmp_path / str(case), '-e', json.dumps({variable: bad}))
         assert proc.returncode == 2, proc.stderr
-        failed = next(iter(task_results(report, 'Check the paths, names, environment and time limit of the built-in job hooks').values()))
+        failed = next(iter(task_results(report, 'Check the paths, names, hosts, environment and time limits against meta/value_formats.yml').values()))
         assert failed['failed'] and variable in failed['msg'] and words in failed['msg'], failed['msg']
         assert not out.exists()
 

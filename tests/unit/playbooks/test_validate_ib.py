@@ -162,6 +162,6 @@ def test_perftest_settings_that_cannot_reach_its_command_line_are_refused_naming
                                                  rc=2)
     assert calls == [] and not out.exists()
     failed = next(result for play in report['plays'] for task in play['tasks']
-                  if task['task']['name'].endswith('Check the perftest settings of ib_send_bw_pairs') for result in task['hosts'].values())
+                  if task['task']['name'].endswith('against meta/value_formats.yml') for result in task['hosts'].values())
     assert 'acceptance_ib_tcp_port must be at least 1024, got 80' in failed['msg']
     assert 'acceptance_ib_min_bw_fraction must be at most 1, got 1.5' in failed['msg']
