@@ -17,6 +17,8 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.trainstack.cluster.plugins.module_utils._yaml_kind import yaml_kind as _kind
+
 # A message size as data/acceptance_thresholds.yml and acceptance_busbw_overrides write it (binary units, like
 # nccl-tests' -b/-e and allreduce_bench.py), or a whole number of bytes; the filter acceptance_busbw_verdict reads it.
 _SIZE = re.compile(r'\s*(?P<number>[0-9]+)\s*(?P<unit>B|KiB|MiB|GiB|TiB)?\s*')
@@ -38,20 +40,6 @@ _NOT_NULL_TYPES = ('bool', 'dict', 'list')
 _QUOTED = ('acceptance_expected_driver_version',)
 _TRUE = ('y', 'yes', 'on', '1', 'true', 't')
 _FALSE = ('n', 'no', 'off', '0', 'false', 'f')
-
-
-def _kind(value):
-    if isinstance(value, bool):
-        return 'boolean'
-    if isinstance(value, dict):
-        return 'mapping'
-    if isinstance(value, (list, tuple)):
-        return 'list'
-    if value is None:
-        return 'null'
-    if isinstance(value, (int, float)):
-        return 'number'
-    return 'string' if isinstance(value, str) else type(value).__name__
 
 
 def _shown(value):

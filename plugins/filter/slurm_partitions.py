@@ -13,26 +13,13 @@ import re
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.trainstack.cluster.plugins.module_utils._hostlist import HostlistError, compress, expand
+from ansible_collections.trainstack.cluster.plugins.module_utils._yaml_kind import a_yaml_kind as _kind
 
 # Slurm's time formats (parse_time.c time_str2mins): minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S.
 _TIME_RE = re.compile(r'(?:[0-9]+-[0-9]+(?::[0-9]{1,2}){0,2}|[0-9]+(?::[0-9]{1,2}){0,2})\Z')
 _UNLIMITED = ('UNLIMITED', 'INFINITE')
 _NAME_RE = re.compile(r'[A-Za-z0-9_.-]+\Z')
 TIME_FORMATS = 'minutes, M:S, H:M:S, D-H, D-H:M or D-H:M:S, or UNLIMITED (INFINITE)'
-
-
-def _kind(value):
-    if value is None:
-        return 'null'
-    if isinstance(value, bool):
-        return 'a boolean'
-    if isinstance(value, str):
-        return 'a string'
-    if isinstance(value, dict):
-        return 'a mapping'
-    if isinstance(value, (list, tuple)):
-        return 'a list'
-    return type(value).__name__
 
 
 def slurm_time_problem(value):

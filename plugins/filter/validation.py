@@ -21,6 +21,7 @@ import re
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.trainstack.cluster.plugins.module_utils._hostlist import HostlistError, expand
+from ansible_collections.trainstack.cluster.plugins.module_utils._yaml_kind import yaml_kind as _kind
 
 _HOSTNAME = re.compile(r"(?=.{1,253}\Z)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
 _WORDS = {
@@ -64,21 +65,6 @@ SYSTEM_DIRS = frozenset([
 ])
 SYSTEM_TREES = ("/proc", "/sys", "/dev", "/boot", "/bin", "/sbin", "/usr", "/lib", "/lib32", "/lib64",
                 "/etc/ssh", "/etc/pam.d", "/etc/sudoers.d", "/etc/ssl", "/root")
-
-
-def _kind(value):
-    """A user's word for the YAML type of value (lazy template containers included)."""
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, dict):
-        return "mapping"
-    if isinstance(value, (list, tuple)):
-        return "list"
-    if value is None:
-        return "null"
-    if isinstance(value, (int, float)):
-        return "number"
-    return "string" if isinstance(value, str) else type(value).__name__
 
 
 def _char_name(char):

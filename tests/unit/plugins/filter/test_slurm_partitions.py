@@ -116,7 +116,7 @@ def test_slurm_times(value):
     (-5, 'got -5'),
     (True, 'got a boolean'),
     (None, 'got null'),
-    (1.5, 'got float'),
+    (1.5, 'got a number'),
     (['60'], 'got a list'),
 ])
 def test_not_slurm_times(value, message):
