@@ -13,6 +13,8 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.trainstack.cluster.plugins.module_utils._hostlist import HostlistError, compress
+
 # Options the callers set through their own variables; extra flags may not override them.
 _UCX_OWNED = ('--with-cuda', '--without-cuda', '--with-verbs', '--without-verbs', '--with-rdmacm',
               '--without-rdmacm', '--enable-mt', '--disable-mt', '--prefix')
@@ -160,6 +162,57 @@ def mpi_stack_conflicts(stack, matrix, labels=None):
     return conflicts
 
 
+def _host_names(hosts):
+    """A hostlist where the names allow one (gpu[01-04]), else the names joined (inventory names may be IPs)."""
+    try:
+        return compress(sorted(hosts))
+    except HostlistError:
+        return ', '.join(sorted(hosts))
+
+
+def mpi_group_problems(stacks, group='mpi', variables=None):
+    """Messages for every part of the MPI stack on which the hosts of one MPI group disagree.
+
+    stacks: {host: {part: value, ..., 'os': 'Debian 12'}}; every part but `os` must be the same on every host (the
+    caller passes what must agree: a full version, or a major such as '4.x'). variables: {part: variable to pin}.
+    The ranks of one job load one Open MPI and speak one UCX wire protocol, so a group that would build two
+    (a Debian 12 + 13 group gets Open MPI 4.1 and 5.0) fails at the first job; better refused before the build.
+    """
+    if not isinstance(stacks, dict):
+        _error('mpi_group_problems expects a dict {host: {part: version}}')
+    variables = variables or {}
+    parts = []
+    for stack in stacks.values():
+        if not isinstance(stack, dict):
+            _error('mpi_group_problems expects a dict {host: {part: version}}, got %r' % (stack,))
+        parts.extend(part for part in stack if part != 'os' and part not in parts)
+    problems = []
+    for part in parts:
+        hosts_by_value = {}
+        for host, stack in stacks.items():
+            if part in stack:  # a host without the part (UCX not checked there) is not compared on it
+                hosts_by_value.setdefault(str(stack[part]), []).append(str(host))
+        if len(hosts_by_value) < 2:
+            continue
+        shown = []
+        for value in sorted(hosts_by_value, key=version_key):
+            hosts = hosts_by_value[value]
+            systems = sorted({str(stacks[host].get('os', '')) for host in hosts} - {''})
+            shown.append('%s on %s%s' % (value or '(none)', _host_names(hosts), ' (%s)' % ', '.join(systems) if systems else ''))
+        pin = variables.get(part)
+        problems.append('the %s group would get %d %s releases, and the ranks of one job need one: %s. %s' % (
+            group, len(hosts_by_value), part, '; '.join(shown),
+            ('Pin one release every node can build (%s) or give each OS its own %s group' % (pin, group)) if pin
+            else 'Give each OS its own %s group' % group))
+    return problems
+
+
+def version_key(value):
+    """Sort key: versions by number, other text after them."""
+    numbers = re.findall(r'[0-9]+', str(value))
+    return ([int(number) for number in numbers], str(value))
+
+
 class FilterModule:
     """MPI stack filters."""
 
@@ -168,5 +221,6 @@ class FilterModule:
             'ucx_configure_flags': ucx_configure_flags,
             'openmpi_configure_flags': openmpi_configure_flags,
             'mpi_stack_conflicts': mpi_stack_conflicts,
+            'mpi_group_problems': mpi_group_problems,
             'mpi_cuda_home': mpi_cuda_home,
         }

@@ -16,13 +16,10 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import subprocess
-import sys
-import tempfile
 
 import pytest
 
-from playbook_support import ANSIBLE_PLAYBOOK, HAS_ANSIBLE_PLAYBOOK, ROOT, failures_and_changes, run_playbook, run_site
+from playbook_support import HAS_ANSIBLE_PLAYBOOK, ROOT, failures_and_changes, preflight_hosts, run_playbook, run_site
 
 CASES = [
     ("base_hosts_manage", '{"base_hosts_manage": "maybe"}', "base_hosts_manage"),
@@ -346,6 +343,9 @@ CORPUS = [
     ("nccl-tests-hosts-semicolon", {"nccl_tests_hosts": "all;id"}, "nccl_tests_hosts must match"),
     ("build-controller-dir-semicolon", {"build_artifact_controller_dir": "/tmp/a;id"}, "build_artifact_controller_dir contains ';'"),
     ("openmpi-pmix-version-word", {"openmpi_pmix_version": "newest"}, "openmpi_pmix_version must match"),
+    # wrong twice (5.0.2 is not the Debian package's revision, and 5.0.2 with CUDA is a known-bad pairing): both named at once
+    ("openmpi-502-with-cuda", {"openmpi_version": "5.0.2", "openmpi_cuda_home": "/usr/local/cuda"},
+     "openmpi_version 5.0.2 with openmpi_cuda_home /usr/local/cuda (CUDA): Open MPI 5.0.0 to 5.0.2 built with CUDA"),
     ("nccl-ifname-semicolon", {"nccl_settings": {"NCCL_SOCKET_IFNAME": "eth0;id"}}, "NCCL_SOCKET_IFNAME"),
     ("part-two-defaults", {"slurm_partitions": [dict(PART, default=True), {"name": "gpu", "nodes": "ALL", "default": True}]},
      "slurm_partitions: 2 partitions set default: true ('batch', 'gpu')"),
@@ -428,30 +428,6 @@ GOOD_HOSTS["good-ubuntu-mpi-with-its-pmix-and-slurm"] = {
     "openmpi_pmix_prefix": "/opt/pmix/4.2.2", "openmpi_pmix_version": "4.2.2", "openmpi_slurm_version": "23.11.4"}
 
 
-def _with_facts(text, overrides):
-    """A fact cache file with some facts replaced (ansible-core 2.19 wraps them in a __payload__ string)."""
-    document = json.loads(text)
-    if "__payload__" in document:
-        facts = json.loads(document["__payload__"])
-        facts.update(overrides)
-        return json.dumps({"__payload__": json.dumps(facts)})
-    document.update(overrides)
-    return json.dumps(document)
-
-
-def _corpus_inventory(directory):
-    hosts = {}
-    groups = {}
-    for name, host_vars in list(GOOD_HOSTS.items()) + [(case[0], case[1]) for case in CORPUS]:
-        hosts[name] = dict(host_vars, ansible_connection="local", ansible_python_interpreter=sys.executable)
-        for group in OTHER_OS.get(name, ({}, []))[1]:
-            groups.setdefault(group, {"hosts": {}})["hosts"][name] = {}
-    path = os.path.join(directory, "corpus.yml")
-    with open(path, "w", encoding="utf-8") as handle:
-        json.dump({"all": {"hosts": hosts, "children": groups}}, handle)  # JSON is YAML
-    return path
-
-
 # Once per test run, whatever the workers: xdist spread the corpus tests over both workers despite their xdist_group
 # and each ran the whole corpus (the CI of 2120c7b: 313 s twice). The first worker runs it, the others read its result.
 @pytest.fixture(scope="session")
@@ -472,50 +448,14 @@ def corpus_run(tmp_path_factory, worker_id):
 
 
 def _corpus_run():
-    """One ansible-playbook run of the preflight play over every case: host -> what happened to it.
-
-    Every case host is this machine (connection local), so facts are gathered once, by setup into a
-    jsonfile fact cache, and that file is given to every host: gathering 150 times costs minutes.
-    """
+    """One ansible-playbook run of the preflight play over every case: host -> what happened to it."""
     if not HAS_ANSIBLE_PLAYBOOK:
         pytest.skip("ansible-playbook is not beside this Python")
-    with tempfile.TemporaryDirectory() as directory:
-        cache = os.path.join(directory, "facts")
-        env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-                   ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"),
-                   ANSIBLE_CACHE_PLUGIN="ansible.builtin.jsonfile", ANSIBLE_CACHE_PLUGIN_CONNECTION=cache,
-                   ANSIBLE_NOCOLOR="1")
-        inventory = _corpus_inventory(directory)
-        gathered = subprocess.run(
-            [os.path.join(os.path.dirname(ANSIBLE_PLAYBOOK), "ansible"), "-i", inventory, "good-defaults",
-             "-m", "ansible.builtin.setup", "-a", "gather_subset=min,virtual"],
-            env=env, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
-        assert gathered.returncode == 0, gathered.stdout + gathered.stderr
-        # The cache names files <schema prefix><host> (ansible-core 2.19: s1_good-defaults).
-        (written,) = os.listdir(cache)
-        prefix = written[:-len("good-defaults")]
-        with open(os.path.join(cache, written), encoding="utf-8") as handle:
-            facts = handle.read()
-        for host in list(GOOD_HOSTS) + [case[0] for case in CORPUS]:
-            with open(os.path.join(cache, prefix + host), "w", encoding="utf-8") as handle:
-                handle.write(_with_facts(facts, OTHER_OS[host][0]) if host in OTHER_OS else facts)
-        proc = subprocess.run(
-            [os.path.join(os.path.dirname(ANSIBLE_PLAYBOOK), "ansible-playbook"), "-i", inventory, "--check",
-             os.path.join(ROOT, "tests", "unit", "playbooks", "files", "preflight_cases.yml")],
-            env=dict(env, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json"), cwd=ROOT, capture_output=True, text=True,
-            timeout=900, check=False)
-    report = json.loads(proc.stdout)
     hosts = {}
-    for index, play in enumerate(report["plays"]):
-        for task in play["tasks"]:
-            for host, result in task["hosts"].items():
-                seen = hosts.setdefault(host, {"failed": [], "changed": [], "plays": set()})
-                seen["plays"].add(index)
-                if result.get("failed"):
-                    seen["failed"].append(json.dumps(result))
-                if result.get("changed"):
-                    seen["changed"].append(task["task"]["name"])
-    return hosts
+    for name, host_vars in list(GOOD_HOSTS.items()) + [(case[0], case[1]) for case in CORPUS]:
+        facts, groups = OTHER_OS.get(name, ({}, []))
+        hosts[name] = {"vars": host_vars, "facts": facts, "groups": groups}
+    return preflight_hosts(hosts)
 
 
 def test_corpus_is_large_and_distinct():

@@ -149,3 +149,43 @@ def test_a_word_for_a_version_names_the_variable(stack, message):
     labels = {'pmix_version': 'openmpi_pmix_version (the PMIx Slurm uses on Debian 12)'}
     with pytest.raises(AnsibleFilterError, match=re.escape(message)):
         mpi.mpi_stack_conflicts(stack, MATRIX, labels)
+
+
+D12 = {'Open MPI': '4.1.4', 'PMIx': '4.x', 'UCX': '1.13.1', 'os': 'Debian 12'}
+D13 = {'Open MPI': '5.0.7', 'PMIx': '5.x', 'UCX': '1.18.1', 'os': 'Debian 13'}
+PINS = {'Open MPI': 'openmpi_version', 'UCX': 'ucx_version'}
+
+# (id, stacks, expected messages (exact))
+GROUPS = [
+    ('one-os', {'gpu01': D12, 'gpu02': D12, 'gpu03': D12}, []),
+    ('empty', {}, []),
+    ('debian-12-and-13', {'gpu01': D12, 'gpu02': D12, 'gpu03': D13},
+     ['the mpi group would get 2 Open MPI releases, and the ranks of one job need one: 4.1.4 on gpu[01-02] (Debian 12); '
+      '5.0.7 on gpu03 (Debian 13). Pin one release every node can build (openmpi_version) or give each OS its own mpi group',
+      'the mpi group would get 2 PMIx releases, and the ranks of one job need one: 4.x on gpu[01-02] (Debian 12); '
+      '5.x on gpu03 (Debian 13). Give each OS its own mpi group',
+      'the mpi group would get 2 UCX releases, and the ranks of one job need one: 1.13.1 on gpu[01-02] (Debian 12); '
+      '1.18.1 on gpu03 (Debian 13). Pin one release every node can build (ucx_version) or give each OS its own mpi group']),
+    # Open MPI pinned for the whole group (a source every OS builds): UCX still differs, and is named alone.
+    ('openmpi-pinned-ucx-not', {'a1': dict(D12, **{'Open MPI': '5.0.7', 'PMIx': '5.x'}), 'b1': D13},
+     ['the mpi group would get 2 UCX releases, and the ranks of one job need one: 1.13.1 on a1 (Debian 12); '
+      '1.18.1 on b1 (Debian 13). Pin one release every node can build (ucx_version) or give each OS its own mpi group']),
+    # Sorted by version number, not by text (4.1.10 after 4.1.9); IP addresses are listed, not compressed.
+    ('by-number', {'10.0.0.1': dict(D12, **{'Open MPI': '4.1.10'}), '10.0.0.2': D12, '10.0.0.3': dict(D12, **{'Open MPI': '4.1.9'})},
+     ['the mpi group would get 3 Open MPI releases, and the ranks of one job need one: 4.1.4 on 10.0.0.2 (Debian 12); '
+      '4.1.9 on 10.0.0.3 (Debian 12); 4.1.10 on 10.0.0.1 (Debian 12). Pin one release every node can build (openmpi_version) '
+      'or give each OS its own mpi group']),
+    # A host where the ucx role did not note its release is not compared on UCX.
+    ('ucx-unknown-on-one', {'gpu01': D12, 'gpu02': {key: value for key, value in D12.items() if key != 'UCX'}}, []),
+]
+
+
+@pytest.mark.parametrize(('stacks', 'expected'), [case[1:] for case in GROUPS], ids=[case[0] for case in GROUPS])
+def test_mpi_group_problems(stacks, expected):
+    assert mpi.mpi_group_problems(stacks, 'mpi', PINS) == expected
+
+
+@pytest.mark.parametrize('stacks', [['gpu01'], {'gpu01': '4.1.4'}, None])
+def test_mpi_group_problems_refuses_other_shapes(stacks):
+    with pytest.raises(AnsibleFilterError, match='mpi_group_problems expects a dict'):
+        mpi.mpi_group_problems(stacks)
