@@ -50,9 +50,10 @@ clean-host:
 	scripts/lab clean-host
 
 ## Debian packages the tests use as references: shellcheck (ansible-test sanity), slurm-client (scontrol,
-## hostlist differential tests), slurmd + hwloc (slurmd -C / CPU map checks). Installed when root;
+## hostlist differential tests), slurmd + hwloc (slurmd -C / CPU map checks), autoconf + automake (the NHC build
+## the NHC check tests run in). Installed when root;
 ## otherwise listed, and the tests that need them are reported as skipped.
-HOST_PACKAGES := shellcheck slurm-client slurmd hwloc
+HOST_PACKAGES := shellcheck slurm-client slurmd hwloc autoconf automake
 host-deps:
 	@missing=$$(for p in $(HOST_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -z "$$missing" ]; then exit 0; fi; \

@@ -46,6 +46,9 @@ FORMATS = {
     "file_name": ([("../x", "must be a file name"), ("a/b", "must be a file name"), ("..", "must be a file name")],
                   ["acceptance", "report-2026"]),
     "slurm_word": ([("batch queue", "contains a space"), ("a#b", "'#'")], ["batch", "h100", "2-00:00:00"]),
+    # A slurm.conf value: '#' starts a comment, whitespace ends the value unless the whole value is quoted.
+    "slurm_value": ([("IDLE #x", "'#'"), ("IDLE CYCLE", "contains a space"), ("", "must not be empty")],
+                    ["IDLE,CYCLE", "NONDRAINED_IDLE", '"a b"']),
     "hostlist": ([("gpu[01-", "unbalanced"), ("gpu[4-1]", "reversed range")], ["gpu[01-04],cpu1", "node1"]),
     "secret": ([('"pw', "must not begin with a double quote"), ('pw 1 "x"', "a space and a double quote")],
                ["s3cr3t!pa$$", "correct horse battery staple"]),
