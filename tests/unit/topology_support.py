@@ -25,14 +25,15 @@ GPU_CASES = ('a100_pcie', 'h200_vm', 'hgx_h100', 'ib_down_roce')
 UPDATE_GOLDEN = os.environ.get('TRAINSTACK_UPDATE_GOLDEN') == '1'
 
 
-def _load_make_fixtures():
-    spec = importlib.util.spec_from_file_location('make_fixtures', os.path.join(TOPOLOGY_FIXTURES, 'make_fixtures.py'))
+def load_script(path):
+    """A fixture's generator script (not a package module) loaded as a module."""
+    spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-make_fixtures = _load_make_fixtures()
+make_fixtures = load_script(os.path.join(TOPOLOGY_FIXTURES, 'make_fixtures.py'))
 
 
 def recorded_root(case, directory):
