@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import ipaddress
+import json
 import posixpath
 import re
 
@@ -114,7 +115,7 @@ def _path_problem(text, kind):
         return "must be normalised (no '.', '//' or trailing '/'), e.g. %s" % posixpath.normpath(text)
     if kind == "path":
         return None
-    if text in SYSTEM_DIRS or any(text == tree or text.startswith(tree + "/") for tree in SYSTEM_TREES):
+    if text in SYSTEM_DIRS or any(text == tree or text.startswith(tree + "/") for tree in SYSTEM_TREES + _ETC_SYSTEM + _SYSTEM_STATE):
         return "is a system directory or lies in one; use a directory of its own such as /var/lib/<name>"
     if kind == "owned_dir":
         return None
@@ -126,6 +127,8 @@ def _path_problem(text, kind):
     return None
 
 
+# The package managers' and cron's state: a file there is the system's record, never a role's.
+_SYSTEM_STATE = ("/var/lib/dpkg", "/var/lib/apt", "/var/lib/rpm", "/var/lib/dnf", "/var/spool/cron")
 # Directories in /etc whose files the system runs, sources or reads as its own configuration.
 _ETC_SYSTEM = ("/etc/apt", "/etc/cron.d", "/etc/cron.daily", "/etc/cron.hourly", "/etc/cron.weekly", "/etc/cron.monthly",
                "/etc/default", "/etc/init.d", "/etc/ld.so.conf.d", "/etc/logrotate.d", "/etc/modprobe.d", "/etc/profile.d",
@@ -140,7 +143,7 @@ def _owned_path_problem(text):
     parent = posixpath.dirname(text)
     local = parent == "/usr/local" or parent.startswith("/usr/local/")
     if (parent in SYSTEM_DIRS and parent not in ("/usr/local/bin", "/usr/local/sbin", "/opt")) or (
-            not local and any(parent == tree or parent.startswith(tree + "/") for tree in SYSTEM_TREES + _ETC_SYSTEM)):
+            not local and any(parent == tree or parent.startswith(tree + "/") for tree in SYSTEM_TREES + _ETC_SYSTEM + _SYSTEM_STATE)):
         return ("would replace a system file or one the system runs (%s); use a file of its own such as "
                 "/usr/local/bin/<name> or /etc/<name>/<file>" % parent)
     return None
@@ -392,14 +395,21 @@ def argument_spec_types(argument_specs):
 
 
 def type_problems(values, types):
-    """Messages for values of type str options that are lists, mappings or booleans.
+    """Messages for values of type str options that are lists, mappings or booleans, and of type list or dict options
+    that are something else.
 
-    Role argument validation turns a list into its string form for type str; these never fit.
+    Role argument validation turns a list into its string form for type str, and a string into a list of its
+    comma-separated parts for type list (a role's filter that loops over the string sees its letters); these never fit.
     """
     out = []
     for name in sorted(values):
-        if types.get(name) == "str" and isinstance(values[name], (list, tuple, dict, bool)):
-            out.append("%s must be a string, got a %s" % (name, _kind(values[name])))
+        value, wanted = values[name], types.get(name)
+        if wanted == "str" and isinstance(value, (list, tuple, dict, bool)):
+            out.append("%s must be a string, got a %s" % (name, _kind(value)))
+        elif wanted == "list" and value is not None and not isinstance(value, (list, tuple)):
+            out.append("%s must be a list, got a %s (write [%s])" % (name, _kind(value), json.dumps(value) if isinstance(value, str) else "..."))
+        elif wanted == "dict" and value is not None and not isinstance(value, dict):
+            out.append("%s must be a mapping, got a %s" % (name, _kind(value)))
     return out
 
 
@@ -415,20 +425,25 @@ def unknown_variables(names, known, prefixes, allowed=None):
         if name in known or name in allowed or name.startswith("_"):
             continue
         if not any(name.startswith(prefix) for prefix in prefixes):
+            # A typo inside a long prefix (opnempi_version, nvidia_drvier_branch): refused only with a close known name.
+            close = _closest(name, known, 0.8)
+            if close and any(len(prefix) >= 6 and difflib.SequenceMatcher(None, name[:len(prefix)], prefix).ratio() >= 0.75
+                             for prefix in prefixes):
+                out.append("%s is not a variable of any role (did you mean %s?)" % (name, close))
             continue
         close = _closest(name, known)
         out.append("%s is not a variable of any role%s" % (name, " (did you mean %s?)" % close if close else ""))
     return out
 
 
-def _closest(name, known):
+def _closest(name, known, cutoff=0.6):
     """The known name a typo most likely meant: by similarity, a cut-short or run-on name first (acceptance_mpi_env
-    means acceptance_mpi_environment, not the equally similar acceptance_mpi_prefix); None below a ratio of 0.6."""
+    means acceptance_mpi_environment, not the equally similar acceptance_mpi_prefix); None below the cutoff ratio."""
     def score(candidate):
         ratio = difflib.SequenceMatcher(None, name, candidate).ratio()
-        return (ratio >= 0.6 and (candidate.startswith(name) or name.startswith(candidate)), ratio, candidate)
+        return (ratio >= cutoff and (candidate.startswith(name) or name.startswith(candidate)), ratio, candidate)
     best = max((score(candidate) for candidate in known), default=None)
-    return best[2] if best and best[1] >= 0.6 else None
+    return best[2] if best and best[1] >= cutoff else None
 
 
 class FilterModule:
