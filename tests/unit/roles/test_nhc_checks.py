@@ -81,7 +81,7 @@ def sysfs_from_ibstatus(text):
             hca = line.split("'")[1]
             port = 'class/infiniband/%s/ports/%s' % (hca, line.split(' port ')[1].split()[0])
             continue
-        key, _, value = line.strip().partition('\t')
+        key, value = (line.strip().split('\t', 1) + [''])[:2]
         if port and key in names:
             files['%s/%s' % (port, names[key])] = value.strip() + '\n'
     return files
