@@ -208,6 +208,11 @@ def acceptance_input_problems(values, options, hook_names):
         if not isinstance(host, str) or not host.strip():
             out.append('acceptance_drain_host must name the host that runs scontrol (the Slurm controller) when '
                        'acceptance_drain_failing is true, got %s' % ('null' if host is None else _shown(host)))
+    # NHC resumes every node whose reason starts with its own leader (roles/nhc): an acceptance drain must outlast it.
+    reason = values.get('acceptance_drain_reason')
+    if isinstance(reason, str) and reason.lstrip().upper().startswith('NHC:'):
+        out.append('acceptance_drain_reason may not begin with "NHC:": NHC resumes the nodes it finds so drained once its '
+                   'own checks pass, got %s' % _shown(reason))
     return out
 
 

@@ -34,6 +34,13 @@ def version_tuple(value):
     return tuple(int(part) for part in match.group(1).split('.'))
 
 
+# configure's installation directories: build_artifact installs into the build's own prefix, which it archives and
+# ships; any of these would send files elsewhere (over the distribution's libraries, into /etc).
+_INSTALL_DIRS = ('--prefix', '--exec-prefix', '--bindir', '--sbindir', '--libexecdir', '--sysconfdir', '--sharedstatedir',
+                 '--localstatedir', '--runstatedir', '--libdir', '--includedir', '--oldincludedir', '--datarootdir', '--datadir',
+                 '--infodir', '--localedir', '--mandir', '--docdir', '--htmldir', '--dvidir', '--pdfdir', '--psdir')
+
+
 def _check_extra(extra, owned, variable):
     if not isinstance(extra, (list, tuple)):
         _error('%s must be a list of configure flags' % variable)
@@ -41,6 +48,11 @@ def _check_extra(extra, owned, variable):
         name = str(flag).split('=', 1)[0]
         if name in owned:
             _error('%s may not set %s: the role derives it (see its variables)' % (variable, name))
+        # configure takes any unambiguous abbreviation of a long option (--pre for --prefix).
+        meant = [option for option in _INSTALL_DIRS if len(name) > 2 and option.startswith(name)]
+        if meant:
+            _error('%s may not set %s (%s): build_artifact installs into the build\'s own prefix, which it archives and ships'
+                   % (variable, name, ', '.join(meant) if name not in meant else 'an installation directory'))
     return [str(flag) for flag in extra]
 
 

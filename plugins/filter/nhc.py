@@ -67,6 +67,12 @@ def _count(value, what, minimum=0):
     return number
 
 
+def _known_keys(entry, keys, what):
+    unknown = sorted(str(key) for key in entry if key not in keys)
+    if unknown:
+        raise AnsibleFilterError('nhc_checks: %s has unknown keys %s (known: %s)' % (what, ', '.join(unknown), ', '.join(keys)))
+
+
 def _number(pattern, text):
     match = pattern.match(str(text or ''))
     return match.group(1) if match else None
@@ -143,6 +149,8 @@ def _node_lines(settings):
     for mount in settings['mounts']:
         if not isinstance(mount, dict) or not isinstance(mount.get('path'), str) or not mount['path'].startswith('/'):
             raise AnsibleFilterError('nhc_checks: each nhc_mounts entry needs an absolute path, got %r' % (mount,))
+        # A misspelt key would drop its check without a word.
+        _known_keys(mount, ('path', 'min_free_percent'), 'nhc_mounts entry %s' % mount['path'])
         path = _arg(mount['path'], 'nhc_mounts path')
         lines.append(['check_fs_mount_rw', '-f', path])
         if mount.get('min_free_percent') is not None:
@@ -150,6 +158,7 @@ def _node_lines(settings):
     for check in settings['extra']:
         if not isinstance(check, dict) or not _CHECK_NAME.match(str(check.get('check', ''))):
             raise AnsibleFilterError('nhc_checks: each nhc_extra_checks entry needs check: a check_<name> function, got %r' % (check,))
+        _known_keys(check, ('check', 'args'), 'nhc_extra_checks entry %s' % check['check'])
         args = check.get('args') or []
         if not isinstance(args, list):
             raise AnsibleFilterError('nhc_checks: nhc_extra_checks %s: args must be a list' % check['check'])

@@ -158,6 +158,8 @@ def _git_url_problem(text):
         return "must not begin with '-' (git would read it as an option)"
     if "::" in text:
         return "must not name a git transport helper (<transport>::)"
+    if re.match(r"(ssh|git)://([^/@]*@)?-", text):
+        return "must not name a host beginning with '-' (ssh would read it as an option)"
     if re.fullmatch(r"(https?|ssh|git)://[^/]+.*|file://.+", text) or re.fullmatch(r"[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:.+", text):
         return None
     if "://" in text:
@@ -311,14 +313,12 @@ def _check(name, value, spec, keysets, allow_unknown, out, top=False):
             out[index] += " (or one of: %s)" % ", ".join("null" if word is None else repr(word) for word in spec["words"])
         return
     if "min" in spec or "max" in spec:
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        # float() also reads other scripts' digits ("３００"), which would reach the file as they are: ASCII only.
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)) or (
+                isinstance(value, str) and not re.fullmatch(r"\s*[-+]?[0-9]+(\.[0-9]+)?\s*", value)):
             out.append("%s must be a number" % name)
             return
-        try:
-            number = float(value)
-        except ValueError:
-            out.append("%s must be a number" % name)
-            return
+        number = float(value)
         if "min" in spec and number < spec["min"]:
             out.append("%s must be at least %s, got %s" % (name, spec["min"], value))
         if "max" in spec and number > spec["max"]:
@@ -427,8 +427,8 @@ def unknown_variables(names, known, prefixes, allowed=None):
         if not any(name.startswith(prefix) for prefix in prefixes):
             # A typo inside a long prefix (opnempi_version, nvidia_drvier_branch): refused only with a close known name.
             close = _closest(name, known, 0.8)
-            if close and any(len(prefix) >= 6 and difflib.SequenceMatcher(None, name[:len(prefix)], prefix).ratio() >= 0.75
-                             for prefix in prefixes):
+            if close and any(difflib.SequenceMatcher(None, name[:len(prefix)], prefix).ratio() >= 0.75 and (
+                    len(prefix) >= 6 or difflib.SequenceMatcher(None, name, close).ratio() >= 0.85) for prefix in prefixes):
                 out.append("%s is not a variable of any role (did you mean %s?)" % (name, close))
             continue
         close = _closest(name, known)

@@ -381,6 +381,22 @@ CORPUS = [
     ("doca-version-two-parts", {"rdma_doca_version": "3.2"}, 'rdma_doca_version must be a DOCA release such as 3.2.1, got'),
     ("gpu-source-typo", {"trainstack_gpu_source": "cuda_rep"}, "trainstack_gpu_source must be cuda_repo, distribution, local or preinstalled"),
     ("build-source-typo", {"trainstack_build_source": "tarball"}, "trainstack_build_source must be debian, url or mirror"),
+    # The fifth held-out round (issue 25)
+    ("nhc-gpu-model-command", {"nhc_gpu_model": "H100$(reboot)"}, "nhc_gpu_model 'H100$(reboot)' cannot be given to NHC"),
+    ("nhc-mount-key-typo", {"nhc_mounts": [{"path": "/scratch", "min_free_pct": 5}]}, "nhc_mounts entry /scratch has unknown keys min_free_pct"),
+    ("nhc-extra-key-typo", {"nhc_extra_checks": [{"check": "check_hw_physmem_free", "arg": ["1GB"]}]},
+     "nhc_extra_checks entry check_hw_physmem_free has unknown keys arg"),
+    ("nhc-git-ssh-option-host", {"nhc_git_url": "ssh://-oProxyCommand=id/nhc.git"}, "must not name a host beginning with '-'"),
+    ("nhc-prefix-typo", {"nch_timeout": 20}, "nch_timeout is not a variable of any role (did you mean nhc_timeout?)"),
+    ("nhc-other-node-name", {"nhc_slurm_node_name": "gpu99"}, "nhc_slurm_node_name is"),
+    ("slurm-health-interval-16-bit", {"slurm_health_check_interval": 70000}, "slurm_health_check_interval must be at most 65535"),
+    ("slurm-health-interval-fullwidth", {"slurm_health_check_interval": "\uff13\uff10\uff10"}, "slurm_health_check_interval must be a number"),
+    ("ucx-extra-prefix-abbreviated", {"ucx_configure_extra": ["--pre=/usr"]}, "ucx_configure_extra may not set --pre (--prefix)"),
+    ("ucx-extra-libdir", {"ucx_configure_extra": ["--libdir=/usr/lib/x86_64-linux-gnu"]}, "ucx_configure_extra may not set --libdir"),
+    ("openmpi-extra-sysconfdir", {"openmpi_configure_extra": ["--sysconfdir=/etc"]}, "openmpi_configure_extra may not set --sysconfdir"),
+    ("pytorch-version-float", {"pytorch_version": 2.1}, "pytorch_version must be quoted"),
+    ("pytorch-extra-torch-pin", {"pytorch_extra_packages": ["torch==2.1.0"]}, "pytorch_extra_packages may not name torch or torchvision"),
+    ("acceptance-drain-reason-nhc", {"acceptance_drain_reason": "NHC: acceptance failed"}, "acceptance_drain_reason may not begin with"),
     # nhc: the role's rules, one case each
     ("nhc-version-word", {"nhc_version": "latest"}, "nhc_version must"),
     ("nhc-commit-tag", {"nhc_git_commit": "1.4.3"}, "nhc_git_commit must be a full 40-hex commit id"),
@@ -449,6 +465,13 @@ GOOD_HOSTS = {
         "slurm_health_check_program": "/usr/sbin/nhc",
         "slurm_health_check_interval": 300,
         "slurm_health_check_node_state": "IDLE,CYCLE",
+    },
+    # The fifth held-out round's legal values that were refused (issue 25): NHC's own flags and paths, a two-part driver.
+    "good-nhc-extra": {
+        "nhc_extra_checks": [{"check": "check_ps_service", "args": ["-u", "root", "-S", "sshd"]},
+                             {"check": "check_fs_free", "args": ["/scratch", "5%"]}],
+        "nhc_gpu_driver_version": "535.183",
+        "pytorch_extra_packages": ["torchaudio==2.5.1", "torch-geometric"],
     },
     # slurmdbd.conf.j2 double-quotes a password with spaces (issue 25: the generic check used to refuse it).
     "good-dbd-password-with-spaces": {"slurm_dbd_db_password": "correct horse battery staple"},

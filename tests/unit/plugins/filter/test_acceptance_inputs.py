@@ -102,6 +102,10 @@ BAD = [
      ["acceptance_drain_host must name the host that runs scontrol (the Slurm controller) when acceptance_drain_failing is true, "
       "got ' '"]),
     ({'acceptance_drain_failing': True, 'acceptance_drain_host': ['ctl']}, ['acceptance_drain_host must be a string, got a list']),
+    # NHC resumes what carries its leader
+    ({'acceptance_drain_reason': 'NHC: acceptance failed'},
+     ["acceptance_drain_reason may not begin with \"NHC:\": NHC resumes the nodes it finds so drained once its own checks pass, "
+      "got 'NHC: acceptance failed'"]),
     # acceptance_hooks: known hook names to task files
     ({'acceptance_hooks': {'mpl': '/srv/hooks/mpi.yml'}},
      ["acceptance_hooks: unknown hook 'mpl' (did you mean mpi?); known: %s" % KNOWN]),

@@ -124,6 +124,11 @@ def test_openmpi_50_flags_with_cuda():
     ({'version': '4.1.4', 'ucx_prefix': '/u', 'pmix_prefix': ''}, 'needs pmix_prefix'),
     ({'version': '4.1.4', 'ucx_prefix': '/u', 'pmix_prefix': '/p', 'extra': ['--with-pmix=internal']},
      'openmpi_configure_extra may not set --with-pmix'),
+    # Installation directories, also abbreviated as configure takes them (the fifth held-out round of issue 25).
+    ({'version': '4.1.4', 'ucx_prefix': '/u', 'pmix_prefix': '/p', 'extra': ['--sysconfdir=/etc']},
+     r'openmpi_configure_extra may not set --sysconfdir \(an installation directory\)'),
+    ({'version': '4.1.4', 'ucx_prefix': '/u', 'pmix_prefix': '/p', 'extra': ['--pre=/usr']},
+     r'openmpi_configure_extra may not set --pre \(--prefix\)'),
 ])
 def test_openmpi_bad_options(options, message):
     with pytest.raises(AnsibleFilterError, match=message):
@@ -189,3 +194,14 @@ def test_mpi_group_problems(stacks, expected):
 def test_mpi_group_problems_refuses_other_shapes(stacks):
     with pytest.raises(AnsibleFilterError, match='mpi_group_problems expects a dict'):
         mpi.mpi_group_problems(stacks)
+
+
+@pytest.mark.parametrize('flag, meant', [('--libdir=/usr/lib/x86_64-linux-gnu', 'an installation directory'),
+                                        ('--pre=/usr', '--prefix'), ('--lib=/usr/lib', '--libexecdir, --libdir')])
+def test_ucx_extra_may_not_move_the_install(flag, meant):
+    with pytest.raises(AnsibleFilterError, match='ucx_configure_extra may not set %s \\(%s\\)' % (flag.split('=')[0], meant)):
+        mpi.ucx_configure_flags({'cuda_home': '', 'extra': [flag]})
+
+
+def test_ucx_extra_keeps_other_flags():
+    assert mpi.ucx_configure_flags({'cuda_home': '', 'extra': ['--with-dm', '--enable-cma']})[-2:] == ['--with-dm', '--enable-cma']

