@@ -274,6 +274,10 @@ def _scalar_problem(value, fmt):
     pattern = _WORDS.get(fmt)
     if pattern is None:
         raise AnsibleFilterError("conf_value_problems: unknown format %r" % fmt)
+    if fmt == "url" and re.match(r"[A-Za-z]+://[^/]*@", value):
+        # Credentials in a download URL land in logs, process lists and the build records (an apt proxy's are apt's own
+        # configuration: proxy_url keeps them).
+        return "must not carry credentials (user:password@host): use a netrc file or the proxy's own authentication"
     if pattern.fullmatch(value):
         return None
     if fmt == "pip_requirement":

@@ -396,6 +396,7 @@ CORPUS = [
     ("openmpi-extra-sysconfdir", {"openmpi_configure_extra": ["--sysconfdir=/etc"]}, "openmpi_configure_extra may not set --sysconfdir"),
     ("pytorch-version-float", {"pytorch_version": 2.1}, "pytorch_version must be quoted"),
     ("pytorch-extra-torch-pin", {"pytorch_extra_packages": ["torch==2.1.0"]}, "pytorch_extra_packages may not name torch or torchvision"),
+    ("nhc-url-credentials", {"nhc_url": "https://user:token@mirror.example.org/nhc-1.4.3.tar.gz"}, "nhc_url must not carry credentials"),
     ("acceptance-drain-reason-nhc", {"acceptance_drain_reason": "NHC: acceptance failed"}, "acceptance_drain_reason may not begin with"),
     # nhc: the role's rules, one case each
     ("nhc-version-word", {"nhc_version": "latest"}, "nhc_version must"),

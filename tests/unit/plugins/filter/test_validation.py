@@ -168,6 +168,7 @@ BAD = [
     ("git_url", "ext::sh%20-c%20id", "transport helper"), ("git_url", "https://x/y.git;id", "contains ';'"),
     ("git_url", "ftp://x/y.git", "must be an https, ssh, git or file URL"),
     ("git_url", "ssh://-oProxyCommand=id/x", "must not name a host beginning with '-'"),
+    ("url", "https://user:token@mirror.example.org/nhc-1.4.3.tar.gz", "must not carry credentials"),
     ("git_url", "ssh://git@-oProxyCommand=id/x", "must not name a host beginning with '-'"),
     # float() reads other scripts' digits
     ({"min": 1}, "\uff13\uff10\uff10", "must be a number"),
