@@ -196,8 +196,9 @@ def test_mpi_group_problems_refuses_other_shapes(stacks):
         mpi.mpi_group_problems(stacks)
 
 
-@pytest.mark.parametrize('flag, meant', [('--libdir=/usr/lib/x86_64-linux-gnu', 'an installation directory'),
-                                        ('--pre=/usr', '--prefix'), ('--lib=/usr/lib', '--libexecdir, --libdir')])
+@pytest.mark.parametrize('flag, meant', [
+    ('--libdir=/usr/lib/x86_64-linux-gnu', 'an installation directory'), ('--pre=/usr', '--prefix'),
+    ('--lib=/usr/lib', '--libexecdir, --libdir')])
 def test_ucx_extra_may_not_move_the_install(flag, meant):
     with pytest.raises(AnsibleFilterError, match='ucx_configure_extra may not set %s \\(%s\\)' % (flag.split('=')[0], meant)):
         mpi.ucx_configure_flags({'cuda_home': '', 'extra': [flag]})
