@@ -410,6 +410,9 @@ def type_problems(values, types):
         value, wanted = values[name], types.get(name)
         if wanted == "str" and isinstance(value, (list, tuple, dict, bool)):
             out.append("%s must be a string, got a %s" % (name, _kind(value)))
+        elif wanted == "str" and isinstance(value, float):
+            # A version written unquoted: YAML reads 12.10 as 12.1 and 3.10 as 3.1.
+            out.append("%s must be quoted: YAML read it as the number %s (12.10 becomes 12.1)" % (name, value))
         elif wanted == "list" and value is not None and not isinstance(value, (list, tuple)):
             out.append("%s must be a list, got a %s (write [%s])" % (name, _kind(value), json.dumps(value) if isinstance(value, str) else "..."))
         elif wanted == "dict" and value is not None and not isinstance(value, dict):

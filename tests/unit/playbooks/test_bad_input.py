@@ -398,6 +398,9 @@ CORPUS = [
     ("pytorch-extra-torch-pin", {"pytorch_extra_packages": ["torch==2.1.0"]}, "pytorch_extra_packages may not name torch or torchvision"),
     ("nhc-url-credentials", {"nhc_url": "https://user:token@mirror.example.org/nhc-1.4.3.tar.gz"}, "nhc_url must not carry credentials"),
     ("acceptance-drain-reason-nhc", {"acceptance_drain_reason": "NHC: acceptance failed"}, "acceptance_drain_reason may not begin with"),
+    # The sixth held-out round (issue 25): versions YAML read as numbers
+    ("min-python-float", {"preflight_min_python": 3.1}, "preflight_min_python must be quoted: YAML read it as the number 3.1"),
+    ("cuda-version-float", {"cuda_version": 12.1}, "cuda_version must be quoted"),
     # nhc: the role's rules, one case each
     ("nhc-version-word", {"nhc_version": "latest"}, "nhc_version must"),
     ("nhc-commit-tag", {"nhc_git_commit": "1.4.3"}, "nhc_git_commit must be a full 40-hex commit id"),

@@ -40,8 +40,8 @@ def test_preflight_passes_and_every_play_renders(tmp_path):
     assert failed == [] and changed == []
     assert plays == ["Preflight - validate inventory and targets before anything changes", "Base host setup",
                      "GPU software stack", "Slurm with munge (controller, compute, login and accounting hosts)",
-                     "PyTorch environment and launcher", "RDMA user space on the nodes with HCAs and the MPI nodes",
-                     "UCX and Open MPI on the MPI nodes",
+                     "Node health checks (NHC) on the nhc group", "PyTorch environment and launcher",
+                     "RDMA user space on the nodes with HCAs and the MPI nodes", "UCX and Open MPI on the MPI nodes",
                      "The nccl-tests programs on the GPU compute nodes"]
     hosts = {play["play"]["name"]: sorted(play["tasks"][0]["hosts"]) for play in report["plays"] if play["tasks"]}
     assert hosts["Preflight - validate inventory and targets before anything changes"] == ["gpu01"]

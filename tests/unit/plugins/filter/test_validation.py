@@ -252,6 +252,11 @@ def test_type_problems():
     types = {"a": "str", "b": "list", "c": "str", "d": "str"}
     assert type_problems({"a": ["x"], "b": ["x"], "c": "x", "d": {"k": 1}}, types) == [
         "a must be a string, got a list", "d must be a string, got a mapping"]
+    # list and dict options given something else; a version YAML read as a number; a count is no version problem
+    types = {"p": "list", "m": "dict", "v": "str", "n": "str"}
+    assert type_problems({"p": "numpy", "m": ["x"], "v": 12.1, "n": 580}, types) == [
+        'm must be a mapping, got a list', 'p must be a list, got a string (write ["numpy"])',
+        "v must be quoted: YAML read it as the number 12.1 (12.10 becomes 12.1)"]
 
 
 def test_unknown_variables_name_the_closest():
