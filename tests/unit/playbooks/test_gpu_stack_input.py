@@ -25,7 +25,8 @@ CASES = [
      ["cuda_cudnn_version 9.8", "cuda_version is 13.0"]),
     ("driver-version-off-branch", {"nvidia_driver_branch": "570", "nvidia_driver_version": "580.95.05"},
      ["nvidia_driver_version 580.95.05 is not on nvidia_driver_branch 570"]),
-    ("source-unknown", {"trainstack_gpu_source": "nvidia"}, ["nvidia_driver_source", "nvidia"]),
+    # refused under the name the user wrote (preflight's check of the shared switches)
+    ("source-unknown", {"trainstack_gpu_source": "nvidia"}, ["trainstack_gpu_source must be cuda_repo, distribution, local or preinstalled", "nvidia"]),
     ("local-without-url", {"trainstack_gpu_source": "local"}, ["nvidia_driver_local_repo_url"]),
     ("cuda-source-unknown", {"cuda_source": "conda"}, ["cuda_source", "conda"]),
     ("module-type", {"nvidia_driver_kernel_module_type": "closed"}, ["nvidia_driver_kernel_module_type"]),

@@ -40,11 +40,11 @@ def device_run(tmp_path, *args, smi=None):
 def test_without_nvidia_smi_every_default_check_is_skipped_with_the_reason(tmp_path):
     proc, report, out = device_run(tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert [check['check'] for check in report['checks']] == ['probe', 'gpu_stack', 'record', 'pytorch', 'nccl_tests', 'validate']
+    assert [check['check'] for check in report['checks']] == ['probe', 'gpu_stack', 'record', 'pytorch', 'nccl_tests', 'validate', 'health']
     assert {check['status'] for check in report['checks']} == {'skip'}
-    assert report['counts'] == {'pass': 0, 'fail': 0, 'skip': 6}
+    assert report['counts'] == {'pass': 0, 'fail': 0, 'skip': 7}
     assert report['checks'][0]['reason'] == 'no GPU: nvidia-smi not found (set NVIDIA_SMI)'
-    assert (out / 'summary.txt').read_text().splitlines()[-1] == 'device: 0 passed, 0 failed, 6 skipped'
+    assert (out / 'summary.txt').read_text().splitlines()[-1] == 'device: 0 passed, 0 failed, 7 skipped'
 
 
 def test_an_nvidia_smi_that_lists_no_gpu_skips_the_checks_asked_for(tmp_path):
