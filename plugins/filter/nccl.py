@@ -57,6 +57,14 @@ def _error(message):
     raise AnsibleFilterError("nccl_settings: " + message)
 
 
+# Settings naming a library NCCL loads (a name such as ibext, or a path), and files every rank writes.
+_PLUGIN_SETTINGS = ("NCCL_NET_PLUGIN", "NCCL_TUNER_PLUGIN")
+_WRITTEN_FILE_SETTINGS = ("NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE")
+_WORLD_WRITABLE = ("/tmp/", "/var/tmp/", "/dev/shm/")
+_SYSTEM_TREES = ("/etc/", "/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/", "/boot/", "/proc/", "/sys/", "/dev/", "/root/",
+                 "/var/lib/dpkg/", "/var/spool/cron/")
+
+
 def check_overrides(overrides, allow_unknown=False):
     """Validate inventory overrides; return them as a dict of str -> str (None kept: it removes a derived key)."""
     if overrides is None:
@@ -88,6 +96,12 @@ def check_overrides(overrides, allow_unknown=False):
         # System-wide, loopback only would keep every job on one node (NCCL picks lo only when told to).
         if key == "NCCL_SOCKET_IFNAME" and text.lstrip("=") in ("lo", "lo0"):
             _error("NCCL_SOCKET_IFNAME %s is the loopback interface: jobs across nodes could not connect" % text)
+        # Every rank of every job loads the plugin, or writes the file: never from a directory anyone may write to,
+        # never into the system's own.
+        if key in _PLUGIN_SETTINGS and "/" in text and text.startswith(_WORLD_WRITABLE):
+            _error("%s %s lies in a directory anyone may write to: every job would load what is put there" % (key, text))
+        if key in _WRITTEN_FILE_SETTINGS and text.startswith(_SYSTEM_TREES):
+            _error("%s %s lies in a system directory: every rank of every job would write there" % (key, text))
         checked[key] = text
     return checked
 

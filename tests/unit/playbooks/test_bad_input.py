@@ -401,6 +401,8 @@ CORPUS = [
     # The sixth held-out round (issue 25): versions YAML read as numbers
     ("min-python-float", {"preflight_min_python": 3.1}, "preflight_min_python must be quoted: YAML read it as the number 3.1"),
     ("cuda-version-float", {"cuda_version": 12.1}, "cuda_version must be quoted"),
+    ("nccl-plugin-from-tmp", {"nccl_settings": {"NCCL_NET_PLUGIN": "/tmp/libnccl-net-evil.so"}}, "lies in a directory anyone may write to"),
+    ("nccl-debug-file-in-cron", {"nccl_settings": {"NCCL_DEBUG_FILE": "/etc/cron.d/nccl.%h"}}, "NCCL_DEBUG_FILE /etc/cron.d/nccl.%h lies in a system"),
     # nhc: the role's rules, one case each
     ("nhc-version-word", {"nhc_version": "latest"}, "nhc_version must"),
     ("nhc-commit-tag", {"nhc_git_commit": "1.4.3"}, "nhc_git_commit must be a full 40-hex commit id"),

@@ -77,14 +77,25 @@ def test_output_is_sorted_by_key():
         ({"NCCL_IB_HCA": "mlx5_0:x"}, False, "NCCL_IB_HCA must be a list in NCCL's syntax"),
         ({"NCCL_IB_HCA": "=mlx5_0:1 mlx5_1:1"}, False, "NCCL_IB_HCA must be a list in NCCL's syntax"),
         ({"NCCL_DEBUG\n": "INFO"}, False, "is not an NCCL variable name"),
+        # the sixth held-out round of issue 25: a plugin from a directory anyone may write to, a log into /etc
+        ({"NCCL_NET_PLUGIN": "/tmp/libnccl-net-evil.so"}, False, "NCCL_NET_PLUGIN /tmp/libnccl-net-evil.so lies in a directory anyone"),
+        ({"NCCL_TUNER_PLUGIN": "/dev/shm/t.so"}, False, "NCCL_TUNER_PLUGIN /dev/shm/t.so lies in a directory anyone"),
+        ({"NCCL_DEBUG_FILE": "/etc/cron.d/nccl.%h"}, False, "NCCL_DEBUG_FILE /etc/cron.d/nccl.%h lies in a system directory"),
     ],
     ids=["graph-file", "graph-file-even-allowed", "conf-file", "unknown", "not-nccl", "lowercase", "newline",
          "list-value", "not-a-dict", "switch-word", "switch-two", "ifname-lo-exact", "ifname-lo",
-         "ifname-semicolon", "ifname-trailing-comma", "ifname-too-long", "hca-port-word", "hca-space", "key-newline"],
+         "ifname-semicolon", "ifname-trailing-comma", "ifname-too-long", "hca-port-word", "hca-space", "key-newline",
+         "plugin-in-tmp", "tuner-in-shm", "debug-file-in-etc"],
 )
 def test_bad_overrides_are_refused(overrides, allow_unknown, message):
     with pytest.raises(AnsibleFilterError, match="^nccl_settings: .*" + message.replace("(", r"\(")):
         nccl_settings({}, None, overrides, None, allow_unknown)
+
+
+def test_plugin_names_and_own_log_files_pass():
+    settings = nccl_settings({}, None, {"NCCL_NET_PLUGIN": "ibext", "NCCL_DEBUG_FILE": "/var/log/nccl/%h.%p.log",
+                                        "NCCL_TUNER_PLUGIN": "/opt/nccl-plugins/libnccl-tuner.so"}, None, False)
+    assert (settings["NCCL_NET_PLUGIN"], settings["NCCL_DEBUG_FILE"]) == ("ibext", "/var/log/nccl/%h.%p.log")
 
 
 def test_switches_take_booleans_and_digits():
