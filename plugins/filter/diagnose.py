@@ -17,7 +17,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.trainstack.cluster.plugins.filter.acceptance_nccl_net import acceptance_nccl_network
 from ansible_collections.trainstack.cluster.plugins.filter.nccl import _named, _nccl_list, nccl_host_problems
 from ansible_collections.trainstack.cluster.plugins.module_utils._nccl_log import parse as parse_nccl_log
-from ansible_collections.trainstack.cluster.plugins.module_utils._topology import expand_cpulist
+from ansible_collections.trainstack.cluster.plugins.module_utils._topology import expand_cpulist, pcie_speed_gts
 
 FOUND = ('error', 'warning')
 DEFAULTS = {
@@ -265,11 +265,6 @@ def _average(rows, key):
     return (sum(values) / len(values)) if values else None
 
 
-def _speed(text):
-    match = re.match(r'^([0-9.]+) GT/s', text or '')
-    return float(match.group(1)) if match else None
-
-
 def _pcie_findings(gpu, busy):
     found = []
     pcie = gpu.get('pcie') or {}
@@ -282,8 +277,8 @@ def _pcie_findings(gpu, busy):
         found.append(_finding('pcie_width', 'warning', '%s: PCIe link x%d of x%d' % (label, width, min(caps)),
                               'the link trained narrower than the slot: reseat the GPU (or its riser), check the slot and '
                               'BIOS bifurcation; lspci -vv -s %s shows LnkSta against LnkCap' % gpu.get('busid')))
-    speed = _speed(pcie.get('current_link_speed'))
-    max_speeds = [value for value in (_speed(pcie.get('max_link_speed')), _speed(upstream.get('max_link_speed'))) if value]
+    speed = pcie_speed_gts(pcie.get('current_link_speed'))
+    max_speeds = [value for value in (pcie_speed_gts(pcie.get('max_link_speed')), pcie_speed_gts(upstream.get('max_link_speed'))) if value]
     # Idle GPUs drop the link to 2.5 GT/s to save power: a slow link only counts while the GPU is busy.
     if busy and speed and max_speeds and speed < min(max_speeds):
         found.append(_finding('pcie_speed', 'warning', '%s: PCIe link at %s under load, the slot allows %.1f GT/s' % (

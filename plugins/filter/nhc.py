@@ -15,14 +15,12 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.trainstack.cluster.plugins.module_utils._topology import pcie_speed_gts
+
 # An argument NHC may see unquoted, and one it may see inside single quotes (a GPU model name has spaces).
 _WORD = re.compile(r'[A-Za-z0-9_.:,/%+=@-]+\Z')
 _QUOTABLE = re.compile(r'[A-Za-z0-9_.:,/%+=@() -]+\Z')
 _CHECK_NAME = re.compile(r'check_[a-z0-9_]+\Z')
-# "400 Gb/sec (4X NDR)" in sysfs (the probe keeps it as `rate`).
-_RATE = re.compile(r'\s*([0-9]+(?:[.][0-9]+)?)\s*Gb/sec')
-# "32.0 GT/s PCIe" in sysfs current_link_speed / max_link_speed.
-_SPEED = re.compile(r'\s*([0-9]+(?:[.][0-9]+)?)\s*GT/s')
 
 DEFAULTS = {
     'gpu_count': 'auto',
@@ -71,11 +69,6 @@ def _known_keys(entry, keys, what):
     unknown = sorted(str(key) for key in entry if key not in keys)
     if unknown:
         raise AnsibleFilterError('nhc_checks: %s has unknown keys %s (known: %s)' % (what, ', '.join(unknown), ', '.join(keys)))
-
-
-def _number(pattern, text):
-    match = pattern.match(str(text or ''))
-    return match.group(1) if match else None
 
 
 def _gpu_lines(topology, settings):
@@ -127,14 +120,14 @@ def _hca_lines(topology, settings):
     for hca in hcas:
         name = _arg(hca['name'], 'HCA name')
         pcie = hca.get('pcie') or {}
-        speed = _number(_SPEED, pcie.get('max_link_speed'))
+        speed = pcie_speed_gts(pcie.get('max_link_speed'))
         if settings['pcie'] and hca.get('busid') and pcie.get('max_link_width') and speed:
-            lines.append(['check_trainstack_pcie_link', _arg(hca['busid'], 'HCA bus id'), str(_count(pcie['max_link_width'], 'HCA link width', 1)), speed])
+            lines.append(['check_trainstack_pcie_link', _arg(hca['busid'], 'HCA bus id'), str(_count(pcie['max_link_width'], 'HCA link width', 1)),
+                          str(speed)])
         for port in hca.get('ports') or []:
-            # Only the ports that were up when probed: an uncabled port is not a fault.
-            rate = _number(_RATE, port.get('rate'))
-            if port.get('state') == 'ACTIVE' and rate:
-                lines.append(['check_trainstack_ib_port', name, str(_count(port.get('port'), 'HCA port', 1)), rate])
+            # Only the ports that were up when probed: an uncabled port is not a fault. The probe's rate in Gb/s.
+            if port.get('state') == 'ACTIVE' and port.get('speed_mbps'):
+                lines.append(['check_trainstack_ib_port', name, str(_count(port.get('port'), 'HCA port', 1)), '%g' % (port['speed_mbps'] / 1000.0)])
     lines.append(['check_trainstack_ib_flaps', str(_count(settings['ib_flap_window'], 'nhc_ib_flap_window', 1)),
                   str(_count(settings['ib_flap_max'], 'nhc_ib_flap_max'))])
     return lines

@@ -91,6 +91,15 @@ def parse_int(text, base=10):
         return None
 
 
+_PCIE_SPEED_RE = re.compile(r'\s*([0-9]+(?:[.][0-9]+)?)\s*GT/s')
+
+
+def pcie_speed_gts(text):
+    """GT/s of a sysfs link speed (``32.0 GT/s PCIe``; older kernels ``8 GT/s``), or None."""
+    match = _PCIE_SPEED_RE.match(str(text or ''))
+    return float(match.group(1)) if match else None
+
+
 def normalize_busid(text):
     """PCI bus id as NCCL compares it: lowercase ``dddd:bb:dd.f``; None if not a bus id."""
     match = _BUSID_RE.match((text or '').strip())
