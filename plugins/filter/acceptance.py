@@ -719,13 +719,17 @@ def acceptance_job_plan(gpus, problems=None, label='the job'):
     return {'nodes': [node for node in sorted(gpus) if node not in left_out], 'gpus': most, 'left_out': left_out}
 
 
-_SLURM_TIME = re.compile(r'^(?:(?P<days>\d+)-(?P<dh>\d+)(?::(?P<dm>\d+)(?::(?P<ds>\d+))?)?'
-                         r'|(?:(?:(?P<h>\d+):)?(?P<m>\d+):)?(?P<s>\d+))$')
+# At most 10 digits a field: more never fits Slurm's limit below (and int() of 100,000 digits raises).
+_SLURM_TIME = re.compile(r'^(?:(?P<days>\d{1,10})-(?P<dh>\d{1,10})(?::(?P<dm>\d{1,10})(?::(?P<ds>\d{1,10}))?)?'
+                         r'|(?:(?:(?P<h>\d{1,10}):)?(?P<m>\d{1,10}):)?(?P<s>\d{1,10}))$')
+# Slurm adds a time limit up in seconds in a C int (parse_time.c time_str2secs): more overflows into nonsense.
+_SLURM_MAX_TIME_S = 2 ** 31 - 1
 
 
 def acceptance_slurm_time_s(text):
     """A Slurm time limit (sbatch --time: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S) in seconds; None for anything else
-    (UNLIMITED included: the suite's jobs must have a bound). A lone number is minutes, as Slurm reads it."""
+    (UNLIMITED included: the suite's jobs must have a bound), and for a limit Slurm cannot hold (over 2**31 - 1
+    seconds, about 68 years). A lone number is minutes, as Slurm reads it."""
     match = _SLURM_TIME.match(str(text if text is not None else '').strip())
     if not match:
         return None
@@ -736,7 +740,7 @@ def acceptance_slurm_time_s(text):
         seconds = part['s'] * 60
     else:
         seconds = (part.get('h', 0) * 60 + part['m']) * 60 + part['s']
-    return seconds or None
+    return seconds if 0 < seconds <= _SLURM_MAX_TIME_S else None
 
 
 _SCONTROL_FIELD = re.compile(r'(?:^|\s)(?P<key>JobId|JobState|Reason|ExitCode|BatchHost)=(?P<value>\S*)')

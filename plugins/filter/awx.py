@@ -10,15 +10,30 @@ The survey rules are the ones AWX's API applies to a survey spec (awx/api/views 
 fields and their types, unique variables, the allowed question types and their default's type, integer bounds,
 choices for the choice types, a default among the choices, one default for multiplechoice, $encrypted$ only for a
 password). AWX checks nothing else: the play validates every answer again.
+
+One rule is the collection's own: a question on a secret's variable (the slurm role's munge key and slurmdbd password,
+or any name ending in _password, _key, _token or _secret) must be a password question. The play cannot tell a survey
+answer from the credential's value (both arrive as extra vars, the job's after the credential's), so this is where a
+secret asked in clear is refused.
 """
 
 from __future__ import annotations
+
+import re
 
 from ansible.errors import AnsibleFilterError
 
 # Question type -> the Python types its default may have (AWX's ALLOWED_TYPES).
 ALLOWED_TYPES = {'text': (str,), 'textarea': (str,), 'password': (str,), 'multiplechoice': (str,), 'multiselect': (str,),
                  'integer': (int,), 'float': (float, int)}
+
+# Variables that hold a secret: the ones the credential type injects, and names that say they are one.
+SECRET_VARIABLES = ('slurm_munge_key', 'slurm_dbd_db_password')
+_SECRET_NAME = re.compile(r'_(?:password|key|token|secret)\Z')
+
+
+def _is_secret(variable):
+    return variable in SECRET_VARIABLES or bool(_SECRET_NAME.search(variable))
 
 
 def _choices(question):
@@ -48,6 +63,9 @@ def _question_problems(index, question, seen):
     qtype = question['type']
     if qtype not in ALLOWED_TYPES:
         return out + ['%s: type %s is not one of %s' % (where, qtype, ', '.join(ALLOWED_TYPES))]
+    if _is_secret(question['variable']) and qtype != 'password':
+        out.append('%s: a secret is asked in a question of type %s (AWX shows and stores the answer in clear): give it through '
+                   'the credential, or at least make it a password question' % (where, qtype))
     default = question.get('default', '')
     if default != '' and (not isinstance(default, ALLOWED_TYPES[qtype]) or isinstance(default, bool)):
         out.append('%s: default %r is not a %s' % (where, default, 'number' if qtype in ('integer', 'float') else 'string'))

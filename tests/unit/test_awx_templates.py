@@ -18,6 +18,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.trainstack.cluster.plugins.filter.awx import awx_survey_problems, awx_workflow_nodes
+from ansible_collections.trainstack.cluster.plugins.filter.upgrade import COMPONENTS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -43,10 +44,22 @@ def _role_options():
     return names
 
 
+def _role_defaults():
+    names = set()
+    for path in glob.glob(os.path.join(ROOT, 'roles', '*', 'defaults', 'main.yml')):
+        with open(path, encoding='utf-8') as handle:
+            names.update(yaml.safe_load(handle) or {})
+    return names
+
+
 # Variables a playbook reads itself (documented in its header), not a role.
-PLAYBOOK_VARIABLES = {'diagnose.yml': {'job', 'nccl_log', 'diagnose_samples', 'diagnose_thresholds', 'diagnose_fail_on_findings'}}
+PLAYBOOK_VARIABLES = {
+    'diagnose.yml': {'job', 'nccl_log', 'diagnose_samples', 'diagnose_thresholds', 'diagnose_fail_on_findings'},
+}
 # Never a survey answer: they come from the credential type.
 SECRETS = {'slurm_munge_key', 'slurm_dbd_db_password'}
+# Only the cluster's operator sets these (as inventory or launch variables), never someone answering a survey.
+OPERATOR_ONLY = {'upgrade_cancel_jobs'}
 
 
 def _survey(template):
@@ -62,15 +75,42 @@ def test_surveys_pass_awx_rules(template):
     assert awx_survey_problems(_survey(template)) == []
 
 
+def test_the_templates_are_the_issues_list():
+    assert [template['name'] for template in TEMPLATES] == [
+        'trainstack site', 'trainstack validate', 'trainstack diagnose', 'trainstack upgrade', 'trainstack probe',
+        'trainstack record']
+
+
 @pytest.mark.parametrize('template', TEMPLATES, ids=[template['name'] for template in TEMPLATES])
 def test_templates_name_real_playbooks_variables_and_no_secret(template):
-    assert os.path.exists(os.path.join(ROOT, 'playbooks', template['playbook'])), template['playbook']
-    # playbooks/awx_templates.yml sets job_slice_count 1 for every template; the data may not ask for slicing.
-    assert 'job_slice_count' not in template
-    known = _role_options() | PLAYBOOK_VARIABLES.get(template['playbook'], set())
+    playbook = os.path.join(ROOT, 'playbooks', template['playbook'])
+    # playbooks/awx_templates.yml sets job_slice_count 1 for every template; the data may only repeat it.
+    assert template.get('job_slice_count', 1) == 1
+    known = _role_options() | _role_defaults() | PLAYBOOK_VARIABLES.get(template['playbook'], set())
     for question in template.get('survey', []):
         assert question['variable'] in known, question['variable']
-        assert question['variable'] not in SECRETS and question['type'] != 'password', question['variable']
+        assert question['variable'] not in SECRETS | OPERATOR_ONLY and question['type'] != 'password', question['variable']
+    assert os.path.exists(playbook), template['playbook']
+    with open(playbook, encoding='utf-8') as handle:
+        text = handle.read()
+    # A playbook's own variables are documented in it (a role's, in its argument specs).
+    assert [name for name in sorted(PLAYBOOK_VARIABLES.get(template['playbook'], ())) if name not in text] == []
+
+
+def test_upgrade_template_is_never_sliced_and_asks_only_what_a_user_may_choose():
+    (upgrade,) = [template for template in TEMPLATES if template['playbook'] == 'upgrade.yml']
+    assert (upgrade['job_slice_count'], upgrade['ask_limit_on_launch']) == (1, True)
+    questions = {question['variable']: question for question in upgrade['survey']}
+    assert {name: (question['type'], question.get('min'), question.get('max'), question['default'])
+            for name, question in questions.items()} == {
+        'upgrade_components': ('multiselect', None, None, ''),
+        'upgrade_serial': ('text', 1, 64, '1'),
+        'upgrade_max_fail_percentage': ('integer', 0, 100, 0),
+        'upgrade_drain_timeout': ('integer', 60, 86400, 3600),
+    }
+    assert questions['upgrade_components']['choices'] == ['driver', 'cuda', 'nccl', 'slurm', 'ucx', 'openmpi', 'nccl_tests', 'pytorch']
+    # The components the upgrade filters know, in their order.
+    assert questions['upgrade_components']['choices'] == list(COMPONENTS)
 
 
 def test_credential_type_injects_the_slurm_role_secrets():
@@ -122,6 +162,30 @@ def _q(**changes):
     ({'name': 's', 'description': 'd', 'spec': [_q(type='multiselect', choices='a\nb\n', default='a\nb')]}, []),
     ({'name': 's', 'description': 'd', 'spec': [_q(default='$encrypted$')]}, ['question 0 (v): $encrypted$ is reserved for password defaults']),
     ({'name': 's', 'description': 'd', 'spec': [_q(type='password', default='$encrypted$')]}, []),
+    # Secrets: the credential's variables and names that say they are one, unless asked as a password.
+    ({'name': 's', 'description': 'd', 'spec': [_q(variable='slurm_munge_key')]},
+     ['question 0 (slurm_munge_key): a secret is asked in a question of type text (AWX shows and stores the answer in clear): '
+      'give it through the credential, or at least make it a password question']),
+    ({'name': 's', 'description': 'd', 'spec': [_q(variable='slurm_dbd_db_password', type='textarea')]},
+     ['question 0 (slurm_dbd_db_password): a secret is asked in a question of type textarea (AWX shows and stores the answer in '
+      'clear): give it through the credential, or at least make it a password question']),
+    ({'name': 's', 'description': 'd', 'spec': [_q(variable='api_token', type='multiplechoice', choices=['a'], default='a'),
+                                                _q(variable='ldap_bind_secret', type='integer', default=1),
+                                                _q(variable='ssh_key'), _q(variable='vault_password', type='password')]},
+     ['question 0 (api_token): a secret is asked in a question of type multiplechoice (AWX shows and stores the answer in clear): '
+      'give it through the credential, or at least make it a password question',
+      'question 1 (ldap_bind_secret): a secret is asked in a question of type integer (AWX shows and stores the answer in clear): '
+      'give it through the credential, or at least make it a password question',
+      'question 2 (ssh_key): a secret is asked in a question of type text (AWX shows and stores the answer in clear): '
+      'give it through the credential, or at least make it a password question']),
+    ({'name': 's', 'description': 'd', 'spec': [_q(variable='slurm_munge_key', type='password')]}, []),
+    # Only the end of a name says secret: these are not.
+    ({'name': 's', 'description': 'd', 'spec': [_q(variable='keyboard_layout'), _q(variable='password_policy'),
+                                                _q(variable='token_count', type='integer', default=1)]}, []),
+    # The upgrade's operator switch: not a question AWX could ask, there is no boolean type.
+    ({'name': 's', 'description': 'd', 'spec': [_q(variable='upgrade_cancel_jobs', type='boolean')]},
+     ['question 0 (upgrade_cancel_jobs): type boolean is not one of text, textarea, password, multiplechoice, multiselect, '
+      'integer, float']),
 ])
 def test_awx_survey_rules(spec, expected):
     assert awx_survey_problems(spec) == expected

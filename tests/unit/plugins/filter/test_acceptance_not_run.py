@@ -138,6 +138,9 @@ def test_slurm_job(text, job):
 @pytest.mark.parametrize('text, seconds', [
     ('00:10:00', 600), ('10', 600), ('5:30', 330), ('1-0', 86400), ('1-2:30', 95400), ('2-00:00:05', 172805),
     ('UNLIMITED', None), ('infinite', None), ('0', None), ('00:00:00', None), ('10m', None), ('', None), (None, None),
+    # Slurm's int of seconds: 2**31 - 1 is the last limit it holds; a survey answer of 100,000 digits is refused, not raised.
+    ('24855-03:14:07', 2147483647), ('24855-03:14:08', None), ('35791394', 2147483640), ('35791395', None),
+    ('9' * 100000, None), ('1:' + '0' * 11, None),
 ])
 def test_slurm_time_s(text, seconds):
     assert acceptance_slurm_time_s(text) == seconds
