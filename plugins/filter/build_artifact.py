@@ -260,17 +260,17 @@ def build_artifact_problems(settings, names=None):
     check(source in _SOURCES, 'source', 'must be one of %s' % ', '.join(_SOURCES))
     if source == 'debian':
         check(_DEBIAN_VERSION.match(text('debian_version') or ''), 'debian_version',
-              'must be a Debian version with its revision, such as 1.13.1-1 (source debian)')
+              'must be a Debian version with its revision, such as 1.13.1-1 (%s debian)' % name('source'))
     if source in ('url', 'mirror'):
-        check(_SHA256.match(text('sha256') or ''), 'sha256', 'must be the 64 lower-case hex digits of the tarball (source %s)' % source)
+        check(_SHA256.match(text('sha256') or ''), 'sha256', 'must be the 64 lower-case hex digits of the tarball (%s %s)' % (name('source'), source))
     if source == 'url':
-        check(_URL.match(text('url') or ''), 'url', 'must be an http, https or ftp URL of one line without spaces (source url)')
+        check(_URL.match(text('url') or ''), 'url', 'must be an http, https or ftp URL of one line without spaces (%s url)' % name('source'))
     if source == 'mirror':
-        check(bool(text('mirror_dir')), 'mirror_dir', 'must name the directory that holds the tarball (source mirror)')
+        check(bool(text('mirror_dir')), 'mirror_dir', 'must name the directory that holds the tarball (%s mirror)' % name('source'))
     if source == 'git':
-        check(bool(text('git_url')), 'git_url', 'must be a repository URL, a local mirror or a git bundle file (source git)')
+        check(bool(text('git_url')), 'git_url', 'must be a repository URL, a local mirror or a git bundle file (%s git)' % name('source'))
         check(_COMMIT.match(text('git_commit') or ''), 'git_commit',
-              'must be a full 40-hex commit id (source git: a tag, a branch or a short id can move or be ambiguous)')
+              'must be a full 40-hex commit id (%s git: a tag, a branch or a short id can move or be ambiguous)' % name('source'))
     system = settings.get('build_system')
     check(system in _BUILD_SYSTEMS, 'build_system', 'must be autotools or make')
     make_args = settings.get('make_args') or []

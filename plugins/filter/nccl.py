@@ -241,7 +241,11 @@ def nccl_host_problems(topology, overrides, topology_file_exists=True, managemen
     found = []
     if management_interface and checked.get("NCCL_SOCKET_IFNAME") is None:
         names = _interface_names(topology)
-        if names and management_interface not in names:
+        # It becomes NCCL_SOCKET_IFNAME (tasks/conf.yml): loopback would keep every job on one node.
+        if str(management_interface).lstrip("=") in ("lo", "lo0"):
+            found.append("nccl_management_interface %s is the loopback interface: jobs across nodes could not connect"
+                         % management_interface)
+        elif names and management_interface not in names:
             found.append("nccl_management_interface: %s is not an interface of this host (its interfaces: %s)"
                          % (management_interface, ", ".join(sorted(names))))
     problems = []

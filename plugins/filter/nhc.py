@@ -54,6 +54,9 @@ def _arg(value, what):
 
 
 def _count(value, what, minimum=0):
+    if isinstance(value, float) and value.is_integer():
+        # 86400.0: a whole number written with a decimal point, as argument validation accepts it for type int.
+        value = int(value)
     if isinstance(value, bool):
         raise AnsibleFilterError('nhc_checks: %s must be a whole number, got %r' % (what, value))
     try:

@@ -89,6 +89,10 @@ def slurm_partition_problems(partitions, compute=None, controllers=None, cluster
                             % (index, _kind(name) if not isinstance(name, str) else 'an empty string'))
         elif not _NAME_RE.match(name):
             problems.append("slurm_partitions[%d].name '%s' must be letters, digits, '_', '.' and '-' only." % (index, name))
+        elif name.upper() == 'DEFAULT':
+            # Slurm reads PartitionName=DEFAULT as the defaults of every partition that follows, not as a partition.
+            problems.append("slurm_partitions[%d].name '%s' is Slurm's word for the defaults of every partition "
+                            "(PartitionName=DEFAULT), not a partition: name it otherwise." % (index, name))
         else:
             names.setdefault(name, []).append(index)
         if _is_default(partition):

@@ -57,6 +57,29 @@ _WORDS = {
     "fingerprint": re.compile(r"[0-9A-Fa-f]{40}"),
     "chrony_makestep": re.compile(r"[0-9]+(\.[0-9]+)? -?[0-9]+"),
 }
+# What each pattern allows, as a refusal says it (the user reads words, not the regular expression).
+_WORD_RULES = {
+    "slurm_word": "a Slurm word: letters, digits and _.:+@- starting with a letter or digit",
+    "slurm_key": "a Slurm parameter name: letters and digits starting with a letter",
+    "nccl_key": "an NCCL variable name: NCCL_ then upper-case letters, digits or _",
+    "mpi_env_key": ("a variable of the MPI stack: OMPI_, OPAL_, PRTE_, PMIX_, UCX_ or HWLOC_ then letters, digits or _ "
+                    "(never one of the loader or the shell, such as LD_PRELOAD or BASH_ENV)"),
+    "ifname": "interface names of at most 15 letters, digits or _.:@- each, comma separated, each after an optional ^ or =",
+    "package": "a package name: letters, digits and +._:~=*- starting with a letter or digit (never an option)",
+    "pip_requirement": "a pip requirement such as numpy==1.26.4 or accelerate[deepspeed]>=1.0",
+    "release": "a release number x.y.z such as 4.1.4 (no v, no suffix)",
+    "version": "a version of digits and dots such as 4.2.2",
+    "cuda_arch": "a CUDA architecture such as 90, 9.0, sm_90 or compute_90a",
+    "host_pattern": "an Ansible host pattern: group and host names with : & ! * [ ] and commas",
+    "word": "one word of letters, digits and +._:~@/- starting with a letter or digit",
+    "db_name": "a database name of at most 64 letters, digits, _ and -",
+    "ini_key": "a name of letters, digits, _ and - starting with a letter or digit",
+    "url": "an http://, https:// or file:// URL",
+    "proxy_url": "an http:// or https:// proxy URL",
+    "python_version": "a Python version major.minor such as 3.9",
+    "fingerprint": "the 40 hex digits of a key fingerprint",
+    "chrony_makestep": "a threshold in seconds and a count of updates, such as 1.0 3",
+}
 # Directories a role must never own, chown or fill (exact match), and trees it must not write into.
 SYSTEM_DIRS = frozenset([
     "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/media", "/mnt", "/opt",
@@ -119,6 +142,8 @@ def _path_problem(text, kind):
         return "is a system directory or lies in one; use a directory of its own such as /var/lib/<name>"
     if kind == "owned_dir":
         return None
+    if any(text.startswith(tree + "/") for tree in _WORLD_WRITABLE):
+        return "lies in a directory anyone may write to (%s): use a directory of its own such as /etc/nccl" % posixpath.dirname(text)
     base = posixpath.basename(text)
     if kind == "nccl_conf_file" and not re.fullmatch(r"nccl[A-Za-z0-9_.-]*\.conf", base):
         return "must name an NCCL configuration file (nccl*.conf, e.g. /etc/nccl.conf)"
@@ -127,6 +152,8 @@ def _path_problem(text, kind):
     return None
 
 
+# Directories every user may write to: a file root writes there for every job to read could be replaced or linked.
+_WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
 # The package managers' and cron's state: a file there is the system's record, never a role's.
 _SYSTEM_STATE = ("/var/lib/dpkg", "/var/lib/apt", "/var/lib/rpm", "/var/lib/dnf", "/var/spool/cron")
 # Directories in /etc whose files the system runs, sources or reads as its own configuration.
@@ -186,6 +213,12 @@ def _scalar_problem(value, fmt):
         return "must be a string, got a %s" % _kind(value)
     if value is None:
         return "must be set, got null"
+    if fmt == "major_version":
+        # A distribution's major version as ansible_distribution_major_version gives it: 12 or "12", never 12.1 or 9.4.
+        text = value if isinstance(value, str) else repr(value) if isinstance(value, (int, float)) else None
+        if text is not None and re.fullmatch(r"[0-9]+", text):
+            return None
+        return "must be a major version such as 12 (ansible_distribution_major_version has no minor part), got %s" % _shown(value)
     if isinstance(value, (int, float)):
         value = str(value)
     if not isinstance(value, str):
@@ -269,6 +302,9 @@ def _scalar_problem(value, fmt):
             return None
         bad = _first(value, " #=")
         return ("contains %s" % _char_name(bad)) if bad else "must be a DNS name%s" % (" or an IP address" if fmt == "host" else "")
+    if fmt == "program":
+        # A command name (g++-12) or an absolute path to it (/usr/bin/g++-12), as nvcc -ccbin takes it.
+        return _path_problem(value, "path") if value.startswith("/") else _scalar_problem(value, "word")
     if fmt.endswith("_or_empty"):
         return None if value == "" else _scalar_problem(value, fmt[:-len("_or_empty")])
     pattern = _WORDS.get(fmt)
@@ -285,11 +321,11 @@ def _scalar_problem(value, fmt):
             return "must be a pip requirement (name[extras]==version), not a pip option"
         # Spaces are legal around operators and in a marker; an option after a space is not.
         bad = _first(value, "#$`|&\\") or (" " if " -" in value else None)
-        return "contains %s" % _char_name(bad) if bad else "must match %s" % pattern.pattern
+        return "contains %s" % _char_name(bad) if bad else "must be %s" % _WORD_RULES[fmt]
     bad = _first(value, " #=") if fmt not in ("ifname", "package", "url", "proxy_url", "pip_requirement") else _first(value, " #")
     if bad:
         return "contains %s" % _char_name(bad)
-    return "must match %s" % pattern.pattern
+    return "must be %s" % _WORD_RULES.get(fmt, "of the form %s" % pattern.pattern)
 
 
 def _check(name, value, spec, keysets, allow_unknown, out, top=False):
@@ -328,6 +364,13 @@ def _check(name, value, spec, keysets, allow_unknown, out, top=False):
         if "max" in spec and number > spec["max"]:
             out.append("%s must be at most %s, got %s" % (name, spec["max"], value))
         return
+    if "choices" in spec:
+        # A field of a mapping whose argument spec lists its choices: refused here in the user's words, before argument
+        # validation's own message ("value of state must be one of ... found in slurm_partitions").
+        problem = _choice_problem(name, value, "str", spec["choices"])
+        if problem:
+            out.append(problem)
+        return
     if "items" in spec:
         if not isinstance(value, (list, tuple)):
             out.append("%s must be a list, got a %s" % (name, _kind(value)))
@@ -339,8 +382,19 @@ def _check(name, value, spec, keysets, allow_unknown, out, top=False):
         out.append("%s must be a mapping, got a %s" % (name, _kind(value)))
         return
     if "fields" in spec:
-        for field, sub in spec["fields"].items():
-            if field in value and value[field] is not None:
+        # A mapping with known keys (a partition, a manifest entry): a key outside them is a typo that would be
+        # ignored silently (min_free_pct, dets), so it is refused naming the closest known key.
+        root = name.split("[")[0].split(".")[0]
+        fields = spec["fields"]
+        for key in value:
+            if key in fields or root in allow_unknown:
+                continue
+            lowered = {field.lower(): field for field in fields}
+            hint = lowered.get(str(key).lower()) or _closest(str(key), fields, 0.5)
+            out.append("%s: unknown key %s%s (known keys: %s)"
+                       % (name, key, " (did you mean %s?)" % hint if hint else "", ", ".join(fields)))
+        for field, sub in fields.items():
+            if field in value and value[field] is not None and sub != "any":
                 _check("%s.%s" % (name, field), value[field], sub, keysets, allow_unknown, out)
         return
     root = name.split("[")[0].split(".")[0]
@@ -371,7 +425,7 @@ def conf_value_problems(values, formats, keysets=None, allow_unknown=None):
 
     values: variable name -> value (only variables that are set); formats: variable name -> spec.
     A spec is a format name (a list value: each element), {words: [...], format: fmt} (a word, null if listed, or the format),
-    {items: spec}, {fields: {name: spec}},
+    {items: spec}, {choices: [...]} (one of these), {fields: {name: spec}} (a mapping with these keys only; a field's spec `any` is not checked here),
     {keys: fmt, values: spec, known: keyset, owned: keyset, null_ok: bool} or {min: n, max: n}.
     keysets: name -> list of keys (e.g. Slurm's documented parameters); allow_unknown: variable names
     whose unknown keys are accepted.
@@ -398,18 +452,56 @@ def argument_spec_types(argument_specs):
     return types
 
 
-def type_problems(values, types):
-    """Messages for values of type str options that are lists, mappings or booleans, and of type list or dict options
-    that are something else.
+def argument_spec_choices(argument_specs):
+    """Map every option with `choices` (of any entry point of the given roles' argument specs) to its choices."""
+    choices = {}
+    for spec in (argument_specs or {}).values():
+        for entry in ((spec or {}).get("argument_specs") or {}).values():
+            for option, option_spec in ((entry or {}).get("options") or {}).items():
+                if (option_spec or {}).get("choices") is not None:
+                    choices[option] = list(option_spec["choices"])
+    return choices
+
+
+# What role argument validation reads as a boolean (ansible.module_utils.parsing.convert_bool).
+_BOOL_WORDS = frozenset(["y", "yes", "on", "1", "true", "t", "n", "no", "off", "0", "false", "f"])
+
+
+def _shown(value):
+    """A value as a message quotes it: JSON (a newline stays visible), cut short."""
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _choice_problem(name, value, wanted, allowed):
+    """Why value is not one of allowed, compared as argument validation compares it (after its type), or None."""
+    candidate = value
+    if wanted == "int" and isinstance(value, str) and re.fullmatch(r"\s*[-+]?[0-9]+\s*", value):
+        candidate = int(value)
+    if candidate in allowed or (isinstance(candidate, str) and candidate in [str(item) for item in allowed]):
+        return None
+    text = "%s must be one of: %s, got %s" % (name, ", ".join(str(item) for item in allowed), _shown(value))
+    if isinstance(value, str):
+        hint = next(iter(difflib.get_close_matches(value, [str(item) for item in allowed], 1, 0.6)), None)
+        if hint:
+            text += " (did you mean %s?)" % hint
+    return text
+
+
+def type_problems(values, types, choices=None):
+    """Messages, in the user's words, for values that do not fit the type (or choices) their role declares.
 
     Role argument validation turns a list into its string form for type str, and a string into a list of its
     comma-separated parts for type list (a role's filter that loops over the string sees its letters); these never fit.
+    Booleans, numbers and choices are judged as argument validation judges them, before it runs: its own messages
+    ("argument ... is of type str and we were unable to convert to bool") speak its jargon.
     """
+    choices = choices or {}
     out = []
     for name in sorted(values):
         value, wanted = values[name], types.get(name)
-        if wanted == "str" and isinstance(value, (list, tuple, dict, bool)):
-            out.append("%s must be a string, got a %s" % (name, _kind(value)))
+        if wanted in ("str", "path") and isinstance(value, (list, tuple, dict, bool)):
+            out.append("%s must be a %s, got a %s" % (name, "path (a string)" if wanted == "path" else "string", _kind(value)))
         elif wanted == "str" and isinstance(value, float):
             # A version written unquoted: YAML reads 12.10 as 12.1 and 3.10 as 3.1.
             out.append("%s must be quoted: YAML read it as the number %s (12.10 becomes 12.1)" % (name, value))
@@ -417,7 +509,37 @@ def type_problems(values, types):
             out.append("%s must be a list, got a %s (write [%s])" % (name, _kind(value), json.dumps(value) if isinstance(value, str) else "..."))
         elif wanted == "dict" and value is not None and not isinstance(value, dict):
             out.append("%s must be a mapping, got a %s" % (name, _kind(value)))
+        elif value is None:
+            continue
+        elif wanted == "bool" and not (isinstance(value, bool) or (isinstance(value, (int, float)) and value in (0, 1))
+                                       or (isinstance(value, str) and value.strip().lower() in _BOOL_WORDS)):
+            out.append("%s must be true or false, got %s" % (name, _shown(value)))
+        elif wanted == "int" and not (isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+                                      or (isinstance(value, str) and re.fullmatch(r"\s*[-+]?[0-9]+\s*", value))):
+            out.append("%s must be a whole number, got %s" % (name, _shown(value)))
+        elif wanted == "float" and not (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                        or (isinstance(value, str) and re.fullmatch(r"\s*[-+]?[0-9]+(\.[0-9]+)?\s*", value))):
+            out.append("%s must be a number, got %s" % (name, _shown(value)))
+        elif name in choices:
+            items = value if wanted == "list" and isinstance(value, (list, tuple)) else [value]
+            for index, item in enumerate(items):
+                problem = _choice_problem(name if items is not value else "%s[%d]" % (name, index), item, wanted, choices[name])
+                if problem:
+                    out.append(problem)
     return out
+
+
+def value_problems(values, types, formats, keysets=None, allow_unknown=None, choices=None):
+    """type_problems, then conf_value_problems for the variables whose type fits: one message per wrong value.
+
+    A value of the wrong type would otherwise be reported twice, once by each (the same words or two different ones).
+    """
+    typed = type_problems(values, types, choices)
+    wrong = set()
+    for message in typed:
+        wrong.add(re.split(r"[ \[]", message, maxsplit=1)[0])
+    rest = dict((name, value) for name, value in values.items() if name not in wrong)
+    return typed + conf_value_problems(rest, formats, keysets, allow_unknown)
 
 
 def unknown_variables(names, known, prefixes, allowed=None):
@@ -439,7 +561,23 @@ def unknown_variables(names, known, prefixes, allowed=None):
                 out.append("%s is not a variable of any role (did you mean %s?)" % (name, close))
             continue
         close = _closest(name, known)
+        # A name kept on purpose (preflight_variables_allowed) misspelt: point at it when it is clearly the closer one.
+        kept = _closest(name, allowed, 0.8)
+        if kept and (not close or difflib.SequenceMatcher(None, name, kept).ratio()
+                     > difflib.SequenceMatcher(None, name, close).ratio()):
+            close = kept
         out.append("%s is not a variable of any role%s" % (name, " (did you mean %s?)" % close if close else ""))
+    return out
+
+
+def unknown_entries(values, known, variable, what="known"):
+    """Messages for the entries of the list `variable` that are not in known, each with the closest known entry."""
+    out = []
+    for index, value in enumerate(values if isinstance(values, (list, tuple)) else [values]):
+        if isinstance(value, str) and value in known:
+            continue
+        close = _closest(str(value), known, 0.5) if isinstance(value, str) else None
+        out.append("%s[%d] %s is not %s%s" % (variable, index, _shown(value), what, " (did you mean %s?)" % close if close else ""))
     return out
 
 
@@ -461,5 +599,8 @@ class FilterModule:
             "conf_value_problems": conf_value_problems,
             "argument_spec_types": argument_spec_types,
             "type_problems": type_problems,
+            "argument_spec_choices": argument_spec_choices,
+            "value_problems": value_problems,
             "unknown_variables": unknown_variables,
+            "unknown_entries": unknown_entries,
         }

@@ -324,10 +324,16 @@ def _items(value):
     raise HostlistError('expected a string or a list of strings, got %s' % type(value).__name__)
 
 
+# A host name is at most 253 characters (RFC 1035's limit for a domain name, which Slurm's names sit inside).
+_MAX_NAME = 253
+
+
 def _check_host_names(hostlist):
     """Every name of ``hostlist`` must be a plain host name (the numbers of a range are digits: check prefixes)."""
     for rng in hostlist.ranges:
         prefix = rng.prefix
+        if len(prefix) + (0 if rng.single else len(str(rng.hi))) > _MAX_NAME:
+            raise HostlistError("invalid host name %r...: longer than %d characters" % (prefix[:20], _MAX_NAME))
         end = _NAME_CHARS_RE.match(prefix).end()
         if end == len(prefix) and prefix[:1] not in ('-', '.'):
             continue

@@ -40,11 +40,11 @@ options:
     type: str
     default: ""
   samples:
-    description: How many times C(nvidia-smi --query-gpu) is sampled (one recording per sample in replay mode).
+    description: How many times C(nvidia-smi --query-gpu) is sampled (one recording per sample in replay mode), 1 to 60.
     type: int
     default: 3
   sample_interval:
-    description: Seconds between two GPU samples, and the interval of C(vmstat). Not waited in replay mode.
+    description: Seconds between two GPU samples (0 to 10), and the interval of C(vmstat). Not waited in replay mode.
     type: float
     default: 1.0
   nccl_conf:
@@ -461,6 +461,11 @@ def main():
     )
     if module.params['job'] and not re.match(r'[0-9]+(?:_[0-9]+)?\Z', module.params['job']):
         module.fail_json(msg='job must be a Slurm job id (digits, or <array job>_<task>), got %r' % module.params['job'])
+    # The samples are taken one after the other on a node being diagnosed: bounded, whatever a survey allowed.
+    if not 1 <= module.params['samples'] <= 60:
+        module.fail_json(msg='samples must be 1 to 60, got %d' % module.params['samples'])
+    if not 0 <= module.params['sample_interval'] <= 10:
+        module.fail_json(msg='sample_interval must be 0 to 10 seconds, got %s' % module.params['sample_interval'])
     if module.params['root'] == '/' and 'SLURM_CONF' not in os.environ and not os.path.exists('/etc/slurm/slurm.conf'):
         # A configless node has no slurm.conf: scontrol reads the copy slurmd fetched (Debian's spool, upstream's).
         for path in CONFIGLESS_COPIES:

@@ -27,7 +27,7 @@ CASES = [
      ["nvidia_driver_version 580.95.05 is not on nvidia_driver_branch 570"]),
     # refused under the name the user wrote (preflight's check of the shared switches)
     ("source-unknown", {"trainstack_gpu_source": "nvidia"}, ["trainstack_gpu_source must be cuda_repo, distribution, local or preinstalled", "nvidia"]),
-    ("local-without-url", {"trainstack_gpu_source": "local"}, ["nvidia_driver_local_repo_url"]),
+    ("local-without-url", {"trainstack_gpu_source": "local"}, ["trainstack_gpu_source is local: trainstack_gpu_local_repo_url must be"]),
     ("cuda-source-unknown", {"cuda_source": "conda"}, ["cuda_source", "conda"]),
     ("module-type", {"nvidia_driver_kernel_module_type": "closed"}, ["nvidia_driver_kernel_module_type"]),
     ("fabricmanager-bool", {"nvidia_driver_fabricmanager": "maybe"}, ["nvidia_driver_fabricmanager"]),

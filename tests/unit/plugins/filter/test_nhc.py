@@ -46,6 +46,15 @@ def test_hgx_h100_hcas():
     assert ['check_trainstack_ib_flaps', '86400', '5'] in lines
 
 
+def test_whole_numbers_written_with_a_point():
+    # 86400.0 passes argument validation for type int (held-out round 8): nhc.conf gets the whole number.
+    lines = nhc_checks(expected_facts('hgx_h100'), {'fatal_xids': _XIDS, 'ib_flap_window': 86400.0, 'xid_window': 3600.0})
+    assert ['check_trainstack_ib_flaps', '86400', '5'] in lines
+    assert ['check_trainstack_gpu_xid', '3600', '48,79'] in lines
+    with pytest.raises(AnsibleFilterError, match='nhc_ib_flap_window must be a whole number >= 1, got 1.5'):
+        nhc_checks(expected_facts('hgx_h100'), {'fatal_xids': _XIDS, 'ib_flap_window': 1.5})
+
+
 def test_down_port_is_not_checked():
     # ib_down_roce: port 1 of mlx5_0 DOWN when probed (uncabled), mlx5_1 RoCE ACTIVE at 100 Gb/s; L40S without NVLink.
     lines = nhc_checks(expected_facts('ib_down_roce'), {})

@@ -88,6 +88,12 @@ CASES = [
 ]
 
 
+# Slurm reads PartitionName=DEFAULT (any case) as the defaults of the partitions after it (held-out round 8).
+CASES.append(('reserved-name', [{'name': 'Default', 'nodes': 'ALL'}], COMPUTE, CONTROLLERS,
+              ["slurm_partitions[0].name 'Default' is Slurm's word for the defaults of every partition "
+               "(PartitionName=DEFAULT), not a partition: name it otherwise."]))
+
+
 @pytest.mark.parametrize('partitions, compute, controllers, expected', [case[1:] for case in CASES],
                          ids=[case[0] for case in CASES])
 def test_partition_problems(partitions, compute, controllers, expected):

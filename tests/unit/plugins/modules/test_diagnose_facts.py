@@ -137,6 +137,16 @@ def test_bad_job_id_fails(tmp_path, capsys):
     assert result['failed'] and 'job must be a Slurm job id' in result['msg']
 
 
+@pytest.mark.parametrize(('params', 'said'), [
+    ({'samples': 0}, 'samples must be 1 to 60, got 0'),
+    ({'samples': 10 ** 6}, 'samples must be 1 to 60, got 1000000'),
+    ({'sample_interval': 3600.0}, 'sample_interval must be 0 to 10 seconds, got 3600.0'),
+])
+def test_unbounded_sampling_fails(tmp_path, capsys, params, said):
+    result = run_module(diagnose_facts.main, dict(params, root=str(tmp_path)), capsys)
+    assert result['failed'] and result['msg'] == said
+
+
 @pytest.mark.parametrize(('name', 'gpus', 'nets'), [
     # The collection's own topology files (tests/unit/fixtures/nccl_xml); bus ids as the recorded topologies list them.
     ('hgx_h100.xml', ['0000:18:00.0', '0000:1a:00.0', '0000:3a:00.0', '0000:3c:00.0', '0000:9d:00.0', '0000:9f:00.0',
