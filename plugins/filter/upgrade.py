@@ -111,7 +111,7 @@ def upgrade_installed(gpu_stack, packages=None, slurm_version_output='', built=N
 
     slurm = re.search(r'(\d{2}\.\d{2}\.\d+)', _normal(slurm_version_output))
     return {
-        'driver': probed('driver') or _package_version(packages, _PACKAGES['driver']).split('-')[0],
+        'driver': probed('driver') or _package_version(packages, _PACKAGES['driver']).split('-', maxsplit=1)[0],
         'cuda': probed('cuda'),
         'nccl': _package_version(packages, _PACKAGES['nccl']) or probed('nccl'),
         'slurm': _package_version(packages, _PACKAGES['slurm']) or (slurm.group(1) if slurm else ''),
