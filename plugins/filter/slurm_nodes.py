@@ -8,14 +8,20 @@ The slurm role's templates only print what these filters return.
 
 from __future__ import annotations
 
+import math
 import re
 
+from ansible_collections.trainstack.cluster.plugins.module_utils._hostlist import compress, expand
 from ansible_collections.trainstack.cluster.plugins.module_utils._slurmd import compare_node, parse_slurmd_C
 from ansible_collections.trainstack.cluster.plugins.module_utils._topology import expand_cpulist
 
 # "NVIDIA H100 80GB HBM3" -> h100, "Tesla V100-SXM2-32GB" -> v100, "NVIDIA GeForce RTX 4090" -> 4090
 _GPU_NAME_PREFIX_RE = re.compile(r'(?i)^(nvidia\s+)?((tesla|geforce|quadro|rtx)\s+)*')
 _GPU_TYPE_RE = re.compile(r'^[a-z0-9]+')
+# Slurm reads slurm.conf and gres.conf a line at a time into a fixed buffer: long NodeAddr lists are split
+# over several lines well below it.
+_MAX_LINE = 1024
+_NAME_NUMBER_RE = re.compile(r'(.*?)([0-9]*)\Z')
 _REQUIRED = ('cpus', 'sockets', 'cores_per_socket', 'threads_per_core', 'real_memory')
 
 
@@ -160,6 +166,125 @@ def slurm_node_definition(topology, host, overrides=None, memory_factor=1.0, mem
             'gpu_types_missing': bool(gpus) and '' in types}
 
 
+def slurm_node_definitions(hosts, topologies, overrides, names, cached=None, **options):
+    """{inventory name: definition} for every compute host, in one pass (a loop of set_fact copies the dict per host).
+
+    ``hosts``: the compute hosts; ``topologies``, ``overrides``, ``names``: lists in the same order (None where a host
+    has none: no probed topology, no slurm_node_overrides, no slurm_node_name). ``cached``: {host: definition} the
+    controller kept from an earlier run, used for a host whose definition is incomplete now (unreachable).
+    ``options``: as slurm_node_definition.
+    """
+    hosts = list(hosts or [])
+    cached = cached or {}
+    columns = [list(column or []) for column in (topologies, overrides, names)]
+    for column in columns:
+        column.extend([None] * (len(hosts) - len(column)))
+    definitions = {}
+    for host, topology, override, name in zip(hosts, *columns):
+        rendered = slurm_node_definition(topology or {}, host, override or {}, node_name=name or host, **options)
+        definitions[host] = rendered if rendered['complete'] or host not in cached else cached[host]
+    return definitions
+
+
+def _natural_key(name):
+    prefix, number = _NAME_NUMBER_RE.match(name).groups()
+    return (prefix, int(number) if number else -1, name)
+
+
+def _slurm_order(names):
+    """Names sorted, in the order Slurm expands their compressed hostlist."""
+    return expand(compress(sorted(set(names), key=_natural_key)))
+
+
+def _chunks(names, width_of):
+    """Consecutive runs of ``names`` whose lines stay under _MAX_LINE (width_of(run) gives a run's line length)."""
+    runs, run = [], []
+    for name in names:
+        if run and width_of(run + [name]) > _MAX_LINE:
+            runs.append(run)
+            run = []
+        run.append(name)
+    return runs + ([run] if run else [])
+
+
+def _grouped(entries, line_of):
+    """[(first node, rest, line)] for ``entries`` [(node, address or None, rest of its line)]: nodes with the same
+    rest on one line."""
+    groups = {}
+    for node, address, rest in entries:
+        groups.setdefault(rest, {})[node] = address
+    lines = []
+    for rest, members in groups.items():
+        ordered = _slurm_order(members)
+        if not any(members.values()):
+            lines.append((ordered[0], rest, line_of(compress(ordered), None, rest)))
+            continue
+        # NodeAddr lists the addresses in the order Slurm expands NodeName.
+        for run in _chunks(ordered, lambda run: len(line_of(compress(run), ','.join(members[n] or n for n in run), rest))):
+            lines.append((run[0], rest, line_of(compress(run), ','.join(members[n] or n for n in run), rest)))
+    return lines
+
+
+def _words(line):
+    """(NodeName value, NodeAddr value or None, the other words) of a NodeName or gres.conf line."""
+    name, address, rest = None, None, []
+    for word in line.split():
+        if word.startswith('NodeName=') and name is None:
+            name = word[len('NodeName='):]
+        elif word.startswith('NodeAddr=') and address is None:
+            address = word[len('NodeAddr='):]
+        else:
+            rest.append(word)
+    return name, address, ' '.join(rest)
+
+
+def _node_line(nodes, addresses, rest):
+    return ' '.join(['NodeName=' + nodes] + (['NodeAddr=' + addresses] if addresses else []) + ([rest] if rest else []))
+
+
+def slurm_node_lines(definitions):
+    """slurm.conf NodeName lines: nodes whose definitions differ only in name (and address) share one hostlist line.
+
+    ``definitions``: {inventory name: definition} as slurm_node_definitions returns them (or the cached copies the
+    controller keeps, which have the same ``line``). Slurm's large-cluster guide asks for as few lines as possible.
+    """
+    entries = [_words(definition['line']) for definition in (definitions or {}).values()]
+    return [line for first, _rest, line in sorted(_grouped(entries, _node_line), key=lambda item: _natural_key(item[0]))]
+
+
+def slurm_gres_lines(definitions):
+    """gres.conf lines, grouped like slurm_node_lines: the same GPU line on several nodes is one NodeName= hostlist."""
+    entries = []
+    for definition in (definitions or {}).values():
+        for position, line in enumerate(definition.get('gres') or []):
+            name, _address, rest = _words(line)
+            # The position keeps each node's GPUs in their order when their lines are otherwise equal.
+            entries.append((name, None, '%06d %s' % (position, rest)))
+    # Every node's first GPU line comes before its second: lines sorted by position, then by their first node.
+    grouped = sorted(_grouped(entries, _node_line), key=lambda item: (item[1][:6], _natural_key(item[0])))
+    # Strip the position marker: 'NodeName=x 000000 Name=gpu ...' -> 'NodeName=x Name=gpu ...'.
+    return [line.replace(' %s' % rest[:6], '', 1) for _first, rest, line in grouped]
+
+
+def slurm_scale_settings(node_count, tree_width=0, slurmd_timeout=300, extra=None):
+    """slurm.conf settings that follow the node count (Slurm's big_sys.shtml): {name: value}, in writing order.
+
+    SlurmdTimeout as given (the guide asks for 120 s or more on large clusters; Slurm's default is 300).
+    TreeWidth, the fan-out of slurmd's message tree: ``tree_width`` when above 0; with 0, about the cube root of the
+    node count from 64 nodes on, and Slurm's default below. A key that ``extra`` (slurm_config_extra) sets is left
+    to it: slurm.conf must not name a key twice.
+    """
+    settings = {'SlurmdTimeout': int(slurmd_timeout)}
+    count = int(node_count or 0)
+    if int(tree_width) > 0:
+        settings['TreeWidth'] = int(tree_width)
+    elif count >= 64:
+        # round(): 1000 ** (1 / 3) is 9.999999999999998 in floating point.
+        settings['TreeWidth'] = int(math.ceil(round(count ** (1.0 / 3), 9)))
+    taken = {str(key).lower() for key in (extra or {})}
+    return {key: value for key, value in settings.items() if key.lower() not in taken}
+
+
 def slurm_node_hardware_check(line, slurmd_c_output):
     """Compare a rendered NodeName line with ``slurmd -C``'s: what would drain the node, what merely differs."""
     actual = parse_slurmd_C(slurmd_c_output)
@@ -176,4 +301,8 @@ class FilterModule:
             'slurm_node_definition': slurm_node_definition,
             'slurm_gpu_cores': slurm_gpu_cores,
             'slurm_node_hardware_check': slurm_node_hardware_check,
+            'slurm_node_definitions': slurm_node_definitions,
+            'slurm_node_lines': slurm_node_lines,
+            'slurm_gres_lines': slurm_gres_lines,
+            'slurm_scale_settings': slurm_scale_settings,
         }
