@@ -1,7 +1,7 @@
 # Copyright (c) 2026, trainstack.cluster developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""slurm_partition_problems: what is wrong with slurm_partitions, one message per failed rule (pure).
+"""slurm_partition_problems: what is wrong with slurm_partitions, one message per failed rule; slurm_partition_lines (pure).
 
 The slurm role's validate.yml asserts that the list is empty and prints it (documented in the sidecar YAML file).
 """
@@ -19,6 +19,7 @@ from ansible_collections.trainstack.cluster.plugins.module_utils._yaml_kind impo
 _TIME_RE = re.compile(r'(?:[0-9]+-[0-9]+(?::[0-9]{1,2}){0,2}|[0-9]+(?::[0-9]{1,2}){0,2})\Z')
 _UNLIMITED = ('UNLIMITED', 'INFINITE')
 _NAME_RE = re.compile(r'[A-Za-z0-9_.-]+\Z')
+_NUMBERED_RE = re.compile(r'(.*?)([0-9]*)\Z', re.S)
 TIME_FORMATS = 'minutes, M:S, H:M:S, D-H, D-H:M or D-H:M:S, or UNLIMITED (INFINITE)'
 
 
@@ -138,10 +139,37 @@ def slurm_partition_problems(partitions, compute=None, controllers=None, cluster
     return problems
 
 
+def _numbered(name):
+    """Sort key: gpu9 before gpu10, all of one prefix together."""
+    prefix, digits = _NUMBERED_RE.match(name).groups()
+    return (prefix, int(digits) if digits else -1, len(digits), name)
+
+
+def slurm_partition_lines(partitions):
+    """slurm.conf PartitionName lines of valid ``partitions`` (slurm_partition_problems found none).
+
+    Node lists are written sorted, without repeats, as Slurm's compressed hostlist (one range for consecutive
+    nodes, whatever order the inventory gave them in: Slurm keeps a partition's nodes in slurm.conf's order anyway);
+    ALL as it is.
+    """
+    lines = []
+    for partition in partitions or []:
+        nodes = partition['nodes']
+        words = ['PartitionName=%s' % partition['name'],
+                 'Nodes=%s' % (nodes if nodes == 'ALL' else compress(sorted(set(expand(nodes)), key=_numbered))),
+                 'Default=%s' % ('YES' if _is_default(partition) else 'NO'),
+                 'MaxTime=%s' % partition.get('max_time', 'UNLIMITED'),
+                 'State=%s' % partition.get('state', 'UP')]
+        words.extend('%s=%s' % (key, value) for key, value in (partition.get('options') or {}).items())
+        lines.append(' '.join(words))
+    return lines
+
+
 class FilterModule:
-    """Slurm partition checks."""
+    """Slurm partition checks and lines."""
 
     def filters(self):
         return {
             'slurm_partition_problems': slurm_partition_problems,
+            'slurm_partition_lines': slurm_partition_lines,
         }

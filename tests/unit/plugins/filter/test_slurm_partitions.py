@@ -1,14 +1,14 @@
 # Copyright (c) 2026, trainstack.cluster developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""slurm_partition_problems: one message per broken rule, written out by hand."""
+"""slurm_partition_problems: one message per broken rule; slurm_partition_lines; expectations written out by hand."""
 
 from __future__ import annotations
 
 import pytest
 
 from ansible_collections.trainstack.cluster.plugins.filter.slurm_partitions import (
-    TIME_FORMATS, FilterModule, slurm_partition_problems, slurm_time_problem)
+    TIME_FORMATS, FilterModule, slurm_partition_lines, slurm_partition_problems, slurm_time_problem)
 
 COMPUTE = ['gpu01', 'gpu02', 'gpu03']
 CONTROLLERS = ['ctl01']
@@ -129,5 +129,34 @@ def test_not_slurm_times(value, message):
     assert message in slurm_time_problem(value)
 
 
-def test_filter_is_exported():
-    assert FilterModule().filters() == {'slurm_partition_problems': slurm_partition_problems}
+# (id, partitions, the exact lines)
+LINE_CASES = [
+    ('role-default', [{'name': 'batch', 'nodes': 'ALL', 'default': True, 'max_time': 'UNLIMITED'}],
+     ['PartitionName=batch Nodes=ALL Default=YES MaxTime=UNLIMITED State=UP']),
+    ('unsorted-ranges-merged', [{'name': 'gpu', 'nodes': 'gpu[03,01-02]'}],
+     ['PartitionName=gpu Nodes=gpu[01-03] Default=NO MaxTime=UNLIMITED State=UP']),
+    ('two-prefixes', [{'name': 'mixed', 'nodes': 'gpu02,cpu01,gpu01', 'default': 'no', 'max_time': 90}],
+     ['PartitionName=mixed Nodes=cpu01,gpu[01-02] Default=NO MaxTime=90 State=UP']),
+    ('default-yes-string-and-state', [{'name': 'debug', 'nodes': 'gpu01', 'default': 'yes', 'state': 'DOWN',
+                                       'max_time': '30:00'}],
+     ['PartitionName=debug Nodes=gpu01 Default=YES MaxTime=30:00 State=DOWN']),
+    ('options-in-order', [{'name': 'long', 'nodes': 'gpu[01-04]', 'max_time': '7-0',
+                           'options': {'PriorityTier': 2, 'OverSubscribe': 'NO', 'AllowAccounts': 'ml'}}],
+     ['PartitionName=long Nodes=gpu[01-04] Default=NO MaxTime=7-0 State=UP PriorityTier=2 OverSubscribe=NO AllowAccounts=ml']),
+    ('list-order-kept', [{'name': 'zeta', 'nodes': 'ALL'}, {'name': 'alpha', 'nodes': 'gpu01', 'default': True}],
+     ['PartitionName=zeta Nodes=ALL Default=NO MaxTime=UNLIMITED State=UP',
+      'PartitionName=alpha Nodes=gpu01 Default=YES MaxTime=UNLIMITED State=UP']),
+    ('numbers-not-text-order', [{'name': 'gpu', 'nodes': 'n10,n9,n8,n100,n9'}],
+     ['PartitionName=gpu Nodes=n[8-10,100] Default=NO MaxTime=UNLIMITED State=UP']),
+    ('none', None, []),
+]
+
+
+@pytest.mark.parametrize('partitions, expected', [case[1:] for case in LINE_CASES], ids=[case[0] for case in LINE_CASES])
+def test_partition_lines(partitions, expected):
+    assert slurm_partition_lines(partitions) == expected
+
+
+def test_filters_are_exported():
+    assert FilterModule().filters() == {'slurm_partition_problems': slurm_partition_problems,
+                                        'slurm_partition_lines': slurm_partition_lines}
