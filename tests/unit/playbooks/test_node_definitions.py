@@ -87,3 +87,52 @@ def test_slurm_node_name_names_the_node_and_its_gpus(tmp_path):
     line, gres = render("h200_vm", tmp_path, slurm_node_name="gpu01")
     assert line.split()[:2] == ["NodeName=gpu01", "NodeAddr=localhost"]
     assert [text.split()[0] for text in gres] == ["NodeName=gpu01", "NodeName=gpu01"]
+
+
+GROUP_PLAYBOOK = """\
+- name: Render the node definitions of every compute node
+  hosts: slurm_compute
+  gather_facts: false
+  tasks:
+    - name: Render them as the role does
+      ansible.builtin.include_role:
+        name: trainstack.cluster.slurm
+        tasks_from: nodes.yml
+        public: true
+
+    - name: Write the lines the templates print
+      ansible.builtin.copy:
+        content: "{{ {'nodes': __slurm_node_lines, 'gres': __slurm_gres_lines, 'scale': __slurm_scale_settings} | to_json }}"
+        dest: "{{ render_dir }}/lines.json"
+        mode: "0644"
+      run_once: true
+"""
+
+
+def test_nodes_of_one_kind_share_a_line_through_the_role(tmp_path):
+    """Five nodes: three alike (one line), one with another GPU count, one with a feature; through nodes.yml."""
+    node = {"cpus": 32, "sockets": 2, "cores_per_socket": 8, "threads_per_core": 2, "real_memory": 64000,
+            "gpu_count": 2, "gpu_type": "h100", "gpu_files": ["/dev/nvidia0", "/dev/nvidia1"]}
+    hosts = {"gpu01": node, "gpu02": node, "gpu03": node,
+             "gpu04": dict(node, gpu_count=1, gpu_files=["/dev/nvidia0"]), "gpu05": dict(node, features=["ib"])}
+    inventory = {"all": {"vars": {"ansible_connection": "local"},
+                         "children": {"slurm_controller": {"hosts": {"gpu01": {}}},
+                                      "slurm_compute": {"hosts": {name: {"slurm_node_overrides": o} for name, o in hosts.items()}}}}}
+    (tmp_path / "inventory.json").write_text(json.dumps(inventory), encoding="utf-8")
+    (tmp_path / "play.yml").write_text(GROUP_PLAYBOOK, encoding="utf-8")
+    returncode, _report, stderr = run_playbook(str(tmp_path / "play.yml"), "-i", str(tmp_path / "inventory.json"),
+                                               "-e", json.dumps({"render_dir": str(tmp_path)}))
+    assert returncode == 0, stderr
+    lines = json.loads((tmp_path / "lines.json").read_text(encoding="utf-8"))
+    hardware = "CPUs=32 Sockets=2 CoresPerSocket=8 ThreadsPerCore=2 RealMemory=64000"
+    assert lines["nodes"] == [
+        "NodeName=gpu[01-03] %s Gres=gpu:h100:2 State=UNKNOWN" % hardware,
+        "NodeName=gpu04 %s Gres=gpu:h100:1 State=UNKNOWN" % hardware,
+        "NodeName=gpu05 %s Gres=gpu:h100:2 Feature=ib State=UNKNOWN" % hardware,
+    ]
+    assert lines["gres"] == [
+        "NodeName=gpu[01-05] Name=gpu Type=h100 File=/dev/nvidia0",
+        "NodeName=gpu[01-03,05] Name=gpu Type=h100 File=/dev/nvidia1",
+    ]
+    # Five nodes: no TreeWidth (Slurm's default), the SlurmdTimeout default.
+    assert lines["scale"] == {"SlurmdTimeout": 300}
