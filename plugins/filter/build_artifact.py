@@ -211,8 +211,10 @@ _SHELL_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*\Z')
 _SOURCES = ('debian', 'url', 'mirror', 'git')
 _BUILD_SYSTEMS = ('autotools', 'make')
 _ENVIRONMENTS = ('auto', 'modules', 'profile', 'none')
+_DELIVERIES = ('builder', 'url', 'push')
 # (key, lowest value) of the whole-number settings.
 _COUNTS = (('make_jobs', 0), ('timeout', 60), ('poll_interval', 1), ('keep', 1))
+_DELIVERY_COUNTS = (('serve_port', 1), ('pull_concurrency', 1))
 
 
 def _shown(value):
@@ -233,7 +235,8 @@ def build_artifact_problems(settings, names=None):
 
     settings: the build_artifact_* values without the prefix (name, version, source, url, sha256, mirror_dir,
     debian_version, git_url, git_commit, build_system, make_args, install_bin, build_env, env, configure_flags, root,
-    build_dir, make_jobs, timeout, poll_interval, keep, environment). names: {'build_artifact_<key>': '<the calling
+    build_dir, make_jobs, timeout, poll_interval, keep, environment; with delivery: delivery_url, serve_port,
+    pull_concurrency). names: {'build_artifact_<key>': '<the calling
     role's variable>'} (ucx_sha256 for build_artifact_sha256): a message names what the user set, not what the calling
     role passed on. Returns [] when the settings are sound.
     """
@@ -296,6 +299,16 @@ def build_artifact_problems(settings, names=None):
         number = _count(settings.get(key))
         check(number is not None and number >= lowest, key, 'must be a whole number >= %d' % lowest)
     check(settings.get('environment') in _ENVIRONMENTS, 'environment', 'must be one of %s' % ', '.join(_ENVIRONMENTS))
+    if 'delivery' in settings:
+        check(settings.get('delivery') in _DELIVERIES, 'delivery', 'must be one of %s' % ', '.join(_DELIVERIES))
+        if settings.get('delivery') == 'url':
+            check(bool(text('delivery_url')), 'delivery_url',
+                  'must be the URL the site publishes build_artifact_controller_dir at (build_artifact_delivery url)')
+        for key, lowest in _DELIVERY_COUNTS:
+            number = _count(settings.get(key))
+            check(number is not None and number >= lowest, key, 'must be a whole number >= %d' % lowest)
+        port = _count(settings.get('serve_port'))
+        check(port is None or port <= 65535, 'serve_port', 'must be a TCP port, 1 to 65535')
     return out
 
 

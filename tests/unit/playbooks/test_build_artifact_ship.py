@@ -105,3 +105,68 @@ def test_a_failed_build_is_named_on_every_other_node_with_the_step_and_the_log_t
     assert ("that host failed: the build failed on builder-node: exit status 1 (full log "
             "/var/tmp/trainstack-build/ucx-1.13.1-0123456789ab.log on builder-node):\n" + tail) in messages[0]
     assert not root.exists()
+
+
+# ------------------------------------------------------------------ downloaded, not pushed (issue 30)
+
+def free_port():
+    import socket  # pylint: disable=import-outside-toplevel
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def served(tmp_path, content=None):
+    """The controller's archive and record, and the builder's served copy (``content`` replaces its bytes)."""
+    controller = tmp_path / "controller"
+    controller.mkdir()
+    archive = make_archive(controller)
+    serve_dir = tmp_path / "serve"
+    serve_dir.mkdir()
+    (serve_dir / ARCHIVE).write_bytes(content if content is not None else archive.read_bytes())
+    return archive, serve_dir
+
+
+def test_a_node_downloads_the_archive_from_its_builder(tmp_path):
+    archive, serve_dir = served(tmp_path)
+    port = free_port()
+    returncode, messages, root, stderr = ship(tmp_path, archive, delivery="builder", serve_dir=str(serve_dir), port=port)
+    assert returncode == 0, (messages, stderr)
+    assert (root / "ucx" / "1.13.1-0123456789ab" / ".build-info.json").read_text(encoding="utf-8") == '{"name": "ucx"}\n'
+    assert not (root / "ucx" / ("." + ARCHIVE)).exists()
+    # The server went with the play.
+    assert not (serve_dir / ".artifact_server.pid").exists()
+
+
+def test_a_download_that_differs_from_the_controllers_record_is_refused(tmp_path):
+    archive, serve_dir = served(tmp_path, content=b"not the archive the controller recorded")
+    returncode, messages, root, _stderr = ship(tmp_path, archive, delivery="builder", serve_dir=str(serve_dir), port=free_port())
+    assert returncode != 0
+    assert len(messages) == 1 and "checksum" in messages[0].lower(), messages
+    assert not (root / "ucx" / "1.13.1-0123456789ab").exists()
+
+
+def test_a_builder_that_does_not_serve_is_named(tmp_path):
+    archive, _serve_dir = served(tmp_path)
+    returncode, messages, root, _stderr = ship(tmp_path, archive, delivery="builder", port=free_port())
+    assert returncode != 0
+    assert len(messages) == 1
+    assert "builder-node, the builder of this group (Debian-12-x86_64-cuda-none), does not serve the archive" in messages[0]
+    assert not (root / "ucx" / "1.13.1-0123456789ab").exists()
+
+
+def test_a_node_downloads_the_archive_from_the_sites_url(tmp_path):
+    # The site's web server over the controller's artifact directory: here the same small server on 127.0.0.1.
+    archive, serve_dir = served(tmp_path)
+    port = free_port()
+    returncode, messages, root, stderr = ship(tmp_path, archive, delivery="url", serve_dir=str(serve_dir), port=port,
+                                              delivery_url="http://127.0.0.1:%d/" % port)
+    assert returncode == 0, (messages, stderr)
+    assert (root / "ucx" / "1.13.1-0123456789ab" / ".build-info.json").exists()
+
+
+def test_a_node_downloads_the_archive_from_a_shared_file_system(tmp_path):
+    archive, _serve_dir = served(tmp_path)
+    returncode, messages, root, stderr = ship(tmp_path, archive, delivery="url", delivery_url="file://%s" % archive.parent)
+    assert returncode == 0, (messages, stderr)
+    assert (root / "ucx" / "1.13.1-0123456789ab" / ".build-info.json").exists()

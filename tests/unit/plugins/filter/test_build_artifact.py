@@ -266,6 +266,24 @@ def test_each_broken_rule_is_named_once(changes, expected):
     assert build_artifact.build_artifact_problems(dict(SETTINGS, **changes), UCX_NAMES) == expected
 
 
+DELIVERY = {'delivery': 'builder', 'delivery_url': '', 'serve_port': 8690, 'pull_concurrency': 32}
+
+
+@pytest.mark.parametrize('changes, expected', [
+    ({}, []),
+    ({'delivery': 'url', 'delivery_url': 'https://mirror.example.org/trainstack/artifacts'}, []),
+    ({'delivery': 'push', 'serve_port': '8690'}, []),
+    ({'delivery': 'rsync'}, ['build_artifact_delivery must be one of builder, url, push, got "rsync"']),
+    ({'delivery': 'url'}, ['build_artifact_delivery_url must be the URL the site publishes build_artifact_controller_dir at '
+                           '(build_artifact_delivery url), got ""']),
+    ({'serve_port': 70000}, ['build_artifact_serve_port must be a TCP port, 1 to 65535, got 70000']),
+    ({'serve_port': 0, 'pull_concurrency': 'all'}, ['build_artifact_serve_port must be a whole number >= 1, got 0',
+                                                    'build_artifact_pull_concurrency must be a whole number >= 1, got "all"']),
+], ids=['builder', 'url', 'push-port-as-text', 'unknown', 'url-without-url', 'port-too-high', 'zero-and-text'])
+def test_delivery_settings(changes, expected):
+    assert build_artifact.build_artifact_problems(dict(SETTINGS, **dict(DELIVERY, **changes))) == expected
+
+
 def test_problems_without_names_use_the_role_variables():
     assert build_artifact.build_artifact_problems(dict(SETTINGS, version='x')) == [
         'build_artifact_version must be a version that starts with a digit, got "x"']
