@@ -206,10 +206,14 @@ def acceptance_ib_links(records, plan, min_bw_fraction=0.9, max_latency_us=None,
     if not 0 < fraction <= 1:
         _error('min_bw_fraction must be in (0, 1], got %r' % (min_bw_fraction,))
     max_lat = None if max_latency_us is None else float(max_latency_us)
+    # Indexed once: scanning every record for every link grows with the square of the cluster (issue 30).
+    by_link = {}
+    for record in records or []:
+        by_link.setdefault(record.get('link'), []).append(record)
     verdicts = []
     for pair in (plan or {}).get('pairs') or []:
         for link in pair['links']:
-            own = [record for record in records or [] if record.get('link') == link['name']]
+            own = by_link.get(link['name'], [])
             done = len({record.get('attempt') for record in own})
             values = {'bw': [], 'lat': []}
             problems = []
