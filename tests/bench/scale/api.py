@@ -149,14 +149,21 @@ def measure_round(cluster, names, hook_sample, acceptance):
         cluster.variables.set_nonpersistent_facts(name, {'__acceptance_ib_client': report})
     tasks = [task for task in cluster.load('roles', 'acceptance', 'tasks', 'hooks', 'ib_send_bw_round.yml') if _action(task)[0] == 'set_fact']
     more = {'__acceptance_ib_round': rounds[0], '__acceptance_ib_records': [], '__acceptance_ib_attempt': 1}
-    seconds = 0.0
-    for host in hook_sample:
-        for task in tasks:
+    per_host_seconds, once_seconds = 0.0, 0.0
+    for task in tasks:
+        if task.get('run_once'):
+            # Once per round for the whole play (run_once set_fact).
+            spent, _result = timed(cluster.run_task, task, hook_sample[0], 'slurm_compute', acceptance, more)
+            once_seconds += spent
+            continue
+        for host in hook_sample:
             spent, _result = timed(cluster.run_task, task, host, 'slurm_compute', acceptance, more)
-            seconds += spent
+            per_host_seconds += spent
     runs = sum(len(runs) for runs in rounds)
     label = 'acceptance | ib_send_bw_round.yml, its %d set_facts in every round of an attempt (a real run)' % len(tasks)
-    return label, (seconds, seconds / len(hook_sample) * len(names) * runs / float(len(rounds[0])))
+    scale = runs / float(len(rounds[0]))
+    return label, (per_host_seconds + once_seconds,
+                   (per_host_seconds / len(hook_sample) * len(names) + once_seconds) * scale)
 
 
 def timed(function, *args, **kwargs):
@@ -189,7 +196,8 @@ def measure(inventory_path, names, sample, hook_sample, templates_dir, builder_f
 
     # slurm: tasks/nodes.yml's run_once tasks on the first play host, their facts given to every host (as run_once does).
     slurm = cluster.role('slurm', [('roles', 'slurm', 'vars', 'Debian.yml')])
-    for task in cluster.load('roles', 'slurm', 'tasks', 'nodes.yml'):
+    # names.yml first, as nodes.yml and validate.yml include it: its run_once fact replaces the role variable.
+    for task in cluster.load('roles', 'slurm', 'tasks', 'names.yml') + cluster.load('roles', 'slurm', 'tasks', 'nodes.yml'):
         action, _args = _action(task)
         if action in ('set_fact', 'assert'):
             spent, facts = timed(cluster.run_task, task, controller, everyone, slurm, more)
@@ -225,14 +233,21 @@ def measure(inventory_path, names, sample, hook_sample, templates_dir, builder_f
     # acceptance: the hook's tasks in order on each sampled host (check mode).
     acceptance = cluster.role('acceptance')
     hook = cluster.load('roles', 'acceptance', 'tasks', 'hooks', 'ib_send_bw_pairs.yml')
-    spent_by_task = [0.0] * len(hook)
-    for host in hook_sample:
-        for index, task in enumerate(hook):
-            spent, _result = timed(cluster.run_task, task, host, 'slurm_compute', acceptance)
-            spent_by_task[index] += spent
-        cluster.forget(host, '__acceptance_ib_topologies', '__acceptance_ib_plan')
-    for task, spent in zip(hook, spent_by_task):
+    # Task by task, as the linear strategy runs them: a run_once task once, its facts handed to every host.
+    for task in hook:
+        if task.get('run_once'):
+            spent, facts = timed(cluster.run_task, task, hook_sample[0], 'slurm_compute', acceptance)
+            for host in names:
+                cluster.variables.set_nonpersistent_facts(host, facts)
+            out['acceptance | %s (run_once)' % task['name']] = (spent, spent)
+            continue
+        spent = 0.0
+        for host in hook_sample:
+            seconds, _result = timed(cluster.run_task, task, host, 'slurm_compute', acceptance)
+            spent += seconds
         out['acceptance | %s' % task['name']] = (spent, spent / len(hook_sample) * count)
+    for host in hook_sample:
+        cluster.forget(host, '__acceptance_ib_topologies', '__acceptance_ib_plan')
     round_label, round_seconds = measure_round(cluster, names, hook_sample, acceptance)
     out[round_label] = round_seconds
     sizes = cluster.topology_bytes
