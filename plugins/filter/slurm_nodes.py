@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 
-from ansible_collections.trainstack.cluster.plugins.module_utils._hostlist import compress, expand
+from ansible_collections.trainstack.cluster.plugins.module_utils._hostlist import compress, compress_sorted, expand, numbered_key
 from ansible_collections.trainstack.cluster.plugins.module_utils._slurmd import compare_node, parse_slurmd_C
 from ansible_collections.trainstack.cluster.plugins.module_utils._topology import expand_cpulist
 
@@ -21,7 +21,6 @@ _GPU_TYPE_RE = re.compile(r'^[a-z0-9]+')
 # Slurm reads slurm.conf and gres.conf a line at a time into a fixed buffer: long NodeAddr lists are split
 # over several lines well below it.
 _MAX_LINE = 1024
-_NAME_NUMBER_RE = re.compile(r'(.*?)([0-9]*)\Z')
 _REQUIRED = ('cpus', 'sockets', 'cores_per_socket', 'threads_per_core', 'real_memory')
 
 
@@ -186,14 +185,9 @@ def slurm_node_definitions(hosts, topologies, overrides, names, cached=None, **o
     return definitions
 
 
-def _natural_key(name):
-    prefix, number = _NAME_NUMBER_RE.match(name).groups()
-    return (prefix, int(number) if number else -1, name)
-
-
 def _slurm_order(names):
     """Names sorted, in the order Slurm expands their compressed hostlist."""
-    return expand(compress(sorted(set(names), key=_natural_key)))
+    return expand(compress_sorted(names))
 
 
 def _chunks(names, width_of):
@@ -249,7 +243,7 @@ def slurm_node_lines(definitions):
     controller keeps, which have the same ``line``). Slurm's large-cluster guide asks for as few lines as possible.
     """
     entries = [_words(definition['line']) for definition in (definitions or {}).values()]
-    return [line for first, _rest, line in sorted(_grouped(entries, _node_line), key=lambda item: _natural_key(item[0]))]
+    return [line for first, _rest, line in sorted(_grouped(entries, _node_line), key=lambda item: numbered_key(item[0]))]
 
 
 def slurm_gres_lines(definitions):
@@ -261,7 +255,7 @@ def slurm_gres_lines(definitions):
             # The position keeps each node's GPUs in their order when their lines are otherwise equal.
             entries.append((name, None, '%06d %s' % (position, rest)))
     # Every node's first GPU line comes before its second: lines sorted by position, then by their first node.
-    grouped = sorted(_grouped(entries, _node_line), key=lambda item: (item[1][:6], _natural_key(item[0])))
+    grouped = sorted(_grouped(entries, _node_line), key=lambda item: (item[1][:6], numbered_key(item[0])))
     # Strip the position marker: 'NodeName=x 000000 Name=gpu ...' -> 'NodeName=x Name=gpu ...'.
     return [line.replace(' %s' % rest[:6], '', 1) for _first, rest, line in grouped]
 

@@ -12,14 +12,13 @@ import re
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.trainstack.cluster.plugins.module_utils._hostlist import HostlistError, compress, expand
+from ansible_collections.trainstack.cluster.plugins.module_utils._hostlist import HostlistError, compress, compress_sorted, expand
 from ansible_collections.trainstack.cluster.plugins.module_utils._yaml_kind import a_yaml_kind as _kind
 
 # Slurm's time formats (parse_time.c time_str2mins): minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S.
 _TIME_RE = re.compile(r'(?:[0-9]+-[0-9]+(?::[0-9]{1,2}){0,2}|[0-9]+(?::[0-9]{1,2}){0,2})\Z')
 _UNLIMITED = ('UNLIMITED', 'INFINITE')
 _NAME_RE = re.compile(r'[A-Za-z0-9_.-]+\Z')
-_NUMBERED_RE = re.compile(r'(.*?)([0-9]*)\Z', re.S)
 TIME_FORMATS = 'minutes, M:S, H:M:S, D-H, D-H:M or D-H:M:S, or UNLIMITED (INFINITE)'
 
 
@@ -139,12 +138,6 @@ def slurm_partition_problems(partitions, compute=None, controllers=None, cluster
     return problems
 
 
-def _numbered(name):
-    """Sort key: gpu9 before gpu10, all of one prefix together."""
-    prefix, digits = _NUMBERED_RE.match(name).groups()
-    return (prefix, int(digits) if digits else -1, len(digits), name)
-
-
 def slurm_partition_lines(partitions):
     """slurm.conf PartitionName lines of valid ``partitions`` (slurm_partition_problems found none).
 
@@ -156,7 +149,7 @@ def slurm_partition_lines(partitions):
     for partition in partitions or []:
         nodes = partition['nodes']
         words = ['PartitionName=%s' % partition['name'],
-                 'Nodes=%s' % (nodes if nodes == 'ALL' else compress(sorted(set(expand(nodes)), key=_numbered))),
+                 'Nodes=%s' % (nodes if nodes == 'ALL' else compress_sorted(expand(nodes))),
                  'Default=%s' % ('YES' if _is_default(partition) else 'NO'),
                  'MaxTime=%s' % partition.get('max_time', 'UNLIMITED'),
                  'State=%s' % partition.get('state', 'UP')]

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ['HostlistError', 'Hostlist', 'expand', 'compress', 'parse', 'MAX_RANGE']
+__all__ = ['HostlistError', 'Hostlist', 'expand', 'compress', 'compress_sorted', 'numbered_key', 'parse', 'MAX_RANGE']
 
 MAX_RANGE = 64 * 1024          # hosts in one range, as Slurm's MAX_RANGE
 MAX_PREFIX_CNT = 64 * 1024     # hosts in a bracket inside a prefix, as Slurm's MAX_PREFIX_CNT
@@ -381,3 +381,17 @@ def expand(value, allow_empty=False, check_names=True):
 def compress(value, allow_empty=False, check_names=True):
     """Compressed hostlist of names or expressions, as ``scontrol show hostlist`` prints it."""
     return parse(value, allow_empty, check_names).ranged_string()
+
+
+_NUMBERED_RE = re.compile(r'(.*?)([0-9]*)\Z', re.S)
+
+
+def numbered_key(name):
+    """Sort key of a host name: gpu9 before gpu10, all of one prefix together."""
+    prefix, number = _NUMBERED_RE.match(name).groups()
+    return (prefix, int(number) if number else -1, name)
+
+
+def compress_sorted(names):
+    """Compressed hostlist of ``names`` sorted by number, without repeats (whatever order they came in)."""
+    return compress(sorted(set(names), key=numbered_key))
