@@ -25,6 +25,24 @@ IN_CI = os.environ.get('CI', '').lower() == 'true'
 _MAP_RE = re.compile(r'CPU map\[(\d+)\]=>(\d+) S:C:T (\d+):(\d+):(\d+)')
 
 
+def scontrol_runner(directory, purpose='this test'):
+    """A runner of scontrol without a controller (a minimal slurm.conf in ``directory`` is enough):
+    ``run(*args)`` gives the CompletedProcess. Skips without scontrol on a developer machine; in CI a failure."""
+    binary = shutil.which('scontrol')
+    if binary is None:
+        if IN_CI:
+            pytest.fail('scontrol is required in CI (install slurm-client) for %s' % purpose)
+        pytest.skip('scontrol not installed (apt-get install slurm-client); %s needs it' % purpose)
+    conf = os.path.join(str(directory), 'slurm.conf')
+    with open(conf, 'w', encoding='utf-8') as handle:
+        handle.write('ClusterName=trainstacktest\nSlurmctldHost=localhost\n')
+    env = dict(os.environ, SLURM_CONF=conf, LC_ALL='C')
+    probe = subprocess.run([binary, 'show', 'hostnames', 'n[1-2]'], env=env, capture_output=True, text=True, check=False)
+    if probe.returncode != 0 or probe.stdout.split() != ['n1', 'n2']:
+        pytest.fail('scontrol show hostnames does not work here: %s' % (probe.stderr or probe.stdout))
+    return lambda *args: subprocess.run([binary] + list(args), env=env, capture_output=True, text=True, check=False)
+
+
 def require_slurmd():
     """Skip without slurmd/lstopo on a developer machine; in CI (CI=true) their absence is a failure."""
     missing = [name for name, path in (('slurmd', SLURMD), ('lstopo (hwloc)', LSTOPO)) if not path]

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -18,6 +16,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.trainstack.cluster.plugins.filter.hostlist import FilterModule, hostlist_compress, hostlist_expand
 from ansible_collections.trainstack.cluster.plugins.module_utils import _hostlist
 from ansible_collections.trainstack.cluster.plugins.module_utils._hostlist import HostlistError, compress, expand
+from slurmd_support import scontrol_runner
 
 # (expression, what `scontrol show hostnames` printed, what `scontrol show hostlist` printed),
 # recorded with Slurm 22.05.8 (Debian 12 slurm-client).
@@ -324,20 +323,8 @@ def random_expressions(seed=DIFF_SEED, count=DIFF_CASES):
 
 @pytest.fixture(scope='module')
 def scontrol(tmp_path_factory):
-    """argv prefix that runs scontrol without a controller (a minimal slurm.conf is enough)."""
-    binary = shutil.which('scontrol')
-    if binary is None:
-        if os.environ.get('CI', '').lower() == 'true':
-            pytest.fail('scontrol is required in CI (install slurm-client) for the differential hostlist test')
-        pytest.skip('scontrol not installed (apt-get install slurm-client); the differential test needs it')
-    conf_dir = tmp_path_factory.mktemp('slurm')
-    conf = conf_dir / 'slurm.conf'
-    conf.write_text('ClusterName=hostlisttest\nSlurmctldHost=localhost\n', encoding='utf-8')
-    env = dict(os.environ, SLURM_CONF=str(conf), LC_ALL='C')
-    probe = subprocess.run([binary, 'show', 'hostnames', 'n[1-2]'], env=env, capture_output=True, text=True, check=False)
-    if probe.returncode != 0 or probe.stdout.split() != ['n1', 'n2']:
-        pytest.fail('scontrol show hostnames does not work here: %s' % (probe.stderr or probe.stdout))
-    return lambda *args: subprocess.run([binary] + list(args), env=env, capture_output=True, text=True, check=False)
+    """Runs scontrol without a controller."""
+    return scontrol_runner(tmp_path_factory.mktemp('slurm'), 'the differential hostlist test')
 
 
 def _slurm(scontrol, expr):

@@ -9,14 +9,11 @@ back every node once, in the order the NodeAddr list follows.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-
 import pytest
 
 from ansible_collections.trainstack.cluster.plugins.filter.slurm_nodes import (
     slurm_gres_lines, slurm_node_definitions, slurm_node_lines, slurm_scale_settings)
+from slurmd_support import scontrol_runner
 
 HW = 'CPUs=64 Sockets=2 CoresPerSocket=16 ThreadsPerCore=2 RealMemory=500000'
 GPU = 'Gres=gpu:h100:8 State=UNKNOWN'
@@ -173,16 +170,14 @@ def test_a_thousand_nodes_render_one_line_per_hardware_group():
 
 @pytest.fixture(scope='module')
 def scontrol(tmp_path_factory):
-    binary = shutil.which('scontrol')
-    if binary is None:
-        if os.environ.get('CI', '').lower() == 'true':
-            pytest.fail('scontrol is required in CI (install slurm-client)')
-        pytest.skip('scontrol not installed (apt-get install slurm-client)')
-    conf = tmp_path_factory.mktemp('slurm') / 'slurm.conf'
-    conf.write_text('ClusterName=nodelines\nSlurmctldHost=localhost\n', encoding='utf-8')
-    env = dict(os.environ, SLURM_CONF=str(conf), LC_ALL='C')
-    return lambda expr: subprocess.run([binary, 'show', 'hostnames', expr], env=env, capture_output=True, text=True,
-                                       check=True).stdout.split()
+    """The names scontrol expands a hostlist to."""
+    run = scontrol_runner(tmp_path_factory.mktemp('slurm'), 'the grouped-lines check')
+
+    def hostnames(expr):
+        result = run('show', 'hostnames', expr)
+        assert result.returncode == 0, (expr, result.stderr)
+        return result.stdout.split()
+    return hostnames
 
 
 def test_scontrol_expands_the_grouped_lines_to_every_node_once(scontrol):
