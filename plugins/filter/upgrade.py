@@ -7,7 +7,7 @@
 - upgrade_serial_steps: upgrade_serial as a list (an AWX text answer "1,5,10%" cut at its commas).
 - upgrade_installed: the version of each component a node runs, from the probe facts and the package database.
 - upgrade_targets: the version of each component the inventory pins, for the components this run may change.
-- upgrade_changes: the components whose installed version differs from the target.
+- upgrade_changes: the components whose installed version differs from the target, and the builds to redo.
 - upgrade_gate: the health gate after a node's upgrade (NHC, versions, acceptance node checks, site commands).
 - upgrade_batch_verdict: the run's report after a batch, and whether the failure budget stops it.
 - upgrade_input_problems: the run's own settings (batches, budget, time-outs, components), named as the user wrote them.
@@ -28,6 +28,8 @@ from ansible.utils.helpers import pct_to_int
 # Components a node upgrade may change, in the order the roles apply them; the kernel module needs a reboot.
 COMPONENTS = ('driver', 'cuda', 'nccl', 'slurm', 'ucx', 'openmpi', 'nccl_tests', 'pytorch')
 REBOOT_COMPONENTS = ('driver',)
+# Built from source by build_artifact, in build order: a build key change rebuilds them (upgrade_changes).
+_BUILT_COMPONENTS = ('ucx', 'openmpi', 'nccl_tests')
 _SLURM_VERSION = re.compile(r'^(\d{2})\.(\d{2})(?:\.(\d+))?')
 # The drain reason of this playbook: a node drained with another reason is someone else's and is never resumed.
 REASON_PREFIX = 'trainstack upgrade'
@@ -153,12 +155,44 @@ def _same(have, target):
     return have == target or (have.startswith(target) and have[len(target)] in '-+.')
 
 
-def upgrade_changes(current, targets):
-    """{'change': [components], 'reboot': bool, 'versions': {component: [current, target]}} for one node.
+_MAJOR_MINOR = re.compile(r'(\d+)\.(\d+)')
+
+
+def _major_minor(version):
+    match = _MAJOR_MINOR.match(_normal(version))
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def _stale_build(component, built, targets, change):
+    """Why the current build of UCX, Open MPI or nccl-tests must be rebuilt although its version is the pin's ('' when
+    it need not): its build key (build_artifact: CUDA, the build it links) no longer matches what the node gets."""
+    info = built.get(component) or {}
+    cuda = _major_minor(targets.get('cuda'))
+    # 'none': built without CUDA on purpose; only a build against another CUDA release is stale.
+    if cuda and _major_minor(info.get('cuda')) not in (None, cuda):
+        return 'built against CUDA %s, the pin is %s' % (info.get('cuda'), _normal(targets.get('cuda')))
+    linked = {'openmpi': ('ucx', 'ucx-'), 'nccl_tests': ('openmpi', 'mpi:')}.get(component)
+    if linked:
+        name, prefix = linked
+        depends = [str(item)[len(prefix):] for item in info.get('depends') or [] if str(item).startswith(prefix)]
+        if depends and name in change:
+            return 'it links %s, which changes' % name
+        current = _normal((built.get(name) or {}).get('id'))
+        if depends and current and current not in depends:
+            return 'it links %s build %s, the current one is %s' % (name, depends[0], current)
+    return ''
+
+
+def upgrade_changes(current, targets, built=None):
+    """{'change': [components], 'reboot': bool, 'versions': {component: [current, target]}, 'rebuild': {component:
+    why}} for one node.
 
     ``targets`` maps a component to the version wanted ('' or absent: not managed); ``current`` to the version the
     node runs ('' or absent: not installed). A component changes where both differ; the driver's kernel module
-    needs a reboot.
+    needs a reboot. ``built`` (name -> the .build-info.json of its current build, as for upgrade_installed) adds the
+    builds whose version is the pin's but whose build key is not: built against another CUDA, or linking a UCX or
+    Open MPI build that is no longer (or no longer will be) the current one. A re-run after an interrupted upgrade
+    finds them too.
     """
     current = dict(current or {})
     targets = dict(targets or {})
@@ -174,7 +208,16 @@ def upgrade_changes(current, targets):
         versions[component] = [have or None, target]
         if not _same(have, target):
             change.append(component)
-    return {'change': change, 'reboot': any(component in REBOOT_COMPONENTS for component in change), 'versions': versions}
+    rebuild = {}
+    for component in _BUILT_COMPONENTS:
+        if component in versions and component not in change and versions[component][0]:
+            why = _stale_build(component, built or {}, targets, change)
+            if why:
+                rebuild[component] = why
+                change.append(component)
+    change.sort(key=COMPONENTS.index)
+    return {'change': change, 'reboot': any(component in REBOOT_COMPONENTS for component in change), 'versions': versions,
+            'rebuild': rebuild}
 
 
 def _first_line(*texts):
@@ -193,9 +236,11 @@ def upgrade_gate(after, nhc=None, node_checks=None, commands=None):
     (a ``fail`` fails, ``skip``/``info`` do not); ``commands`` the results of the site's own gate commands.
     """
     failed = []
+    rebuild = (after or {}).get('rebuild') or {}
     for component in (after or {}).get('change', []):
         have, target = ((after or {}).get('versions') or {}).get(component, [None, None])
-        failed.append('%s runs %s, not %s' % (component, have or 'nothing', target))
+        failed.append('%s %s is %s' % (component, have, rebuild[component]) if component in rebuild
+                      else '%s runs %s, not %s' % (component, have or 'nothing', target))
     if nhc is not None and nhc.get('rc') != 0:
         failed.append('NHC failed: %s' % (_first_line(nhc.get('stdout'), nhc.get('stderr')) or 'exit %s' % nhc.get('rc')))
     for check in node_checks or []:
@@ -349,7 +394,9 @@ def upgrade_plan_lines(batches, plans):
             if not isinstance(plan, dict):
                 lines.append('  %s: not read (unreachable, or its plan failed)' % host)
                 continue
-            changes = ['%s %s -> %s' % (component, plan['versions'][component][0] or 'none', plan['versions'][component][1])
+            rebuild = plan.get('rebuild') or {}
+            changes = [('%s %s rebuilt (%s)' % (component, plan['versions'][component][1], rebuild[component]) if component in rebuild
+                        else '%s %s -> %s' % (component, plan['versions'][component][0] or 'none', plan['versions'][component][1]))
                        for component in plan.get('change', [])]
             text = '; '.join(changes) if changes else 'no version changes'
             if plan.get('drained_by_others'):

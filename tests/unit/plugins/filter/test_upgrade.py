@@ -68,11 +68,61 @@ def test_changes_and_the_reboot_they_need():
     plan = upgrade.upgrade_changes(node, {'driver': '580.95.05', 'cuda': '12.8', 'nccl': '2.27.7-1+cuda12.8', 'slurm': ''})
     assert plan == {'change': ['driver', 'nccl'], 'reboot': True,
                     'versions': {'driver': ['570.124.06', '580.95.05'], 'cuda': ['12.8', '12.8'],
-                                 'nccl': ['2.26.2-1+cuda12.8', '2.27.7-1+cuda12.8']}}
+                                 'nccl': ['2.26.2-1+cuda12.8', '2.27.7-1+cuda12.8']}, 'rebuild': {}}
     assert upgrade.upgrade_changes(node, {'nccl': '2.27.7-1+cuda12.8'})['reboot'] is False
     assert upgrade.upgrade_changes({}, {'ucx': '1.18.1'})['change'] == ['ucx']
     with pytest.raises(AnsibleFilterError, match='unknown components kernel'):
         upgrade.upgrade_changes(node, {'kernel': '6.1'})
+
+
+# .build-info.json of current builds, as build_artifact writes them (roles/build_artifact/vars/main.yml).
+UCX = {'name': 'ucx', 'version': '1.13.1', 'id': 'aaaaaaaaaaaa', 'cuda': '12.8', 'depends': []}
+OMPI = {'name': 'openmpi', 'version': '4.1.4', 'id': 'bbbbbbbbbbbb', 'cuda': '12.8', 'depends': ['ucx-aaaaaaaaaaaa']}
+TESTS = {'name': 'nccl-tests', 'version': '2.13.11', 'id': 'cccccccccccc', 'cuda': '12.8', 'depends': ['mpi:bbbbbbbbbbbb']}
+BUILT_NODE = {'cuda': '12.8', 'ucx': '1.13.1', 'openmpi': '4.1.4', 'nccl_tests': '2.13.11'}
+BUILT_PINS = {'ucx': '1.13.1', 'openmpi': '4.1.4', 'nccl_tests': '2.13.11'}
+
+
+@pytest.mark.parametrize('node, targets, built, change, rebuild', [
+    # The same pins and the same CUDA: nothing to redo.
+    (BUILT_NODE, dict(BUILT_PINS, cuda='12.8'), {'ucx': UCX, 'openmpi': OMPI, 'nccl_tests': TESTS}, [], {}),
+    # A new CUDA pin: every build against CUDA is redone, each saying why.
+    (BUILT_NODE, dict(BUILT_PINS, cuda='12.9'), {'ucx': UCX, 'openmpi': OMPI, 'nccl_tests': TESTS},
+     ['cuda', 'ucx', 'openmpi', 'nccl_tests'],
+     {'ucx': 'built against CUDA 12.8, the pin is 12.9', 'openmpi': 'built against CUDA 12.8, the pin is 12.9',
+      'nccl_tests': 'built against CUDA 12.8, the pin is 12.9'}),
+    # An interrupted run left CUDA 12.9 installed and the builds on 12.8: a re-run finds them by their build key.
+    (dict(BUILT_NODE, cuda='12.9.41'), dict(BUILT_PINS, cuda='12.9'), {'ucx': UCX, 'openmpi': OMPI, 'nccl_tests': TESTS},
+     ['ucx', 'openmpi', 'nccl_tests'],
+     {'ucx': 'built against CUDA 12.8, the pin is 12.9', 'openmpi': 'built against CUDA 12.8, the pin is 12.9',
+      'nccl_tests': 'built against CUDA 12.8, the pin is 12.9'}),
+    # A new UCX version: Open MPI links it, nccl-tests links that Open MPI.
+    (BUILT_NODE, dict(BUILT_PINS, ucx='1.18.1'), {'ucx': UCX, 'openmpi': OMPI, 'nccl_tests': TESTS},
+     ['ucx', 'openmpi', 'nccl_tests'], {'openmpi': 'it links ucx, which changes', 'nccl_tests': 'it links openmpi, which changes'}),
+    # UCX was rebuilt (another id) but Open MPI still links the old build.
+    (BUILT_NODE, BUILT_PINS, {'ucx': dict(UCX, id='dddddddddddd'), 'openmpi': OMPI, 'nccl_tests': TESTS},
+     ['openmpi', 'nccl_tests'],
+     {'openmpi': 'it links ucx build aaaaaaaaaaaa, the current one is dddddddddddd', 'nccl_tests': 'it links openmpi, which changes'}),
+    # Built without CUDA on purpose ('none'), or nccl-tests without MPI: a CUDA or Open MPI change leaves them.
+    (BUILT_NODE, dict(BUILT_PINS, cuda='12.9', openmpi='5.0.7'),
+     {'ucx': dict(UCX, cuda='none'), 'openmpi': dict(OMPI, cuda='none'), 'nccl_tests': dict(TESTS, depends=[], cuda='12.9')},
+     ['cuda', 'openmpi'], {}),
+    # Not this run's components (no pin selected), or nothing built yet: no rebuild is asked for.
+    (BUILT_NODE, {'cuda': '12.9'}, {'ucx': UCX, 'openmpi': OMPI, 'nccl_tests': TESTS}, ['cuda'], {}),
+    ({'cuda': '12.8'}, dict(BUILT_PINS, cuda='12.9'), {}, ['cuda', 'ucx', 'openmpi', 'nccl_tests'], {}),
+])
+def test_builds_whose_build_key_changed_are_redone(node, targets, built, change, rebuild):
+    plan = upgrade.upgrade_changes(node, targets, built)
+    assert (plan['change'], plan['rebuild']) == (change, rebuild)
+
+
+def test_a_rebuild_is_named_in_the_plan_and_the_gate():
+    plan = upgrade.upgrade_changes(BUILT_NODE, dict(BUILT_PINS, cuda='12.9'), {'ucx': UCX})
+    assert upgrade.upgrade_plan_lines([['n1']], {'n1': plan}) == [
+        'batch 1 (1 node): n1', '  n1: cuda 12.8 -> 12.9; ucx 1.13.1 rebuilt (built against CUDA 12.8, the pin is 12.9)']
+    # After the run, a build still on the old CUDA fails the gate, saying why.
+    after = upgrade.upgrade_changes(dict(BUILT_NODE, cuda='12.9.41'), dict(BUILT_PINS, cuda='12.9'), {'ucx': UCX})
+    assert upgrade.upgrade_gate(after)['failed'] == ['ucx 1.13.1 is built against CUDA 12.8, the pin is 12.9']
 
 
 @pytest.mark.parametrize('installed, target, problems', [
