@@ -21,28 +21,14 @@ import os
 import pwd
 
 import pytest
-import yaml
 
 from ansible.errors import AnsibleError
 from ansible.parsing.dataloader import DataLoader
 
-from awx_runner_support import (HAS_ANSIBLE_RUNNER, ROOT, awx_extra_vars_yaml, job_summary, local_inventory, render_injectors,
-                                run_job)
+from awx_runner_support import (HAS_ANSIBLE_RUNNER, awx_extra_vars_yaml, credential_type, job_summary, local_inventory,
+                                render_injectors, run_job)
 
 pytestmark = pytest.mark.skipif(not HAS_ANSIBLE_RUNNER, reason="ansible-runner is not beside this Python")
-
-
-class _Loader(yaml.SafeLoader):
-    """safe_load plus Ansible's !unsafe: the injectors are templates AWX renders."""
-
-
-_Loader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
-
-
-def _credential_type():
-    with open(os.path.join(ROOT, "data", "awx_templates.yml"), encoding="utf-8") as handle:
-        (credential,) = yaml.load(handle, Loader=_Loader)["credential_types"]  # nosec: a loader built on SafeLoader
-    return credential
 
 
 # What AWX adds to every job's extra vars (awx/main/models/unified_jobs.py awx_meta_vars, jobs.py).
@@ -83,7 +69,7 @@ def test_credential_munge_key_reaches_the_file_byte_for_byte(tmp_path):
         pytest.skip("no munge user here (the role's tasks chown the key to it)")
     key = _random_key()
     encoded = base64.b64encode(key).decode()
-    credential_vars = render_injectors(_credential_type()["injectors"]["extra_vars"], {"munge_key_b64": encoded})
+    credential_vars = render_injectors(credential_type()["injectors"]["extra_vars"], {"munge_key_b64": encoded})
     assert credential_vars["slurm_munge_key"] == encoded
     key_path = tmp_path / "munge.key"
     # Extra vars outrank the role's vars/main.yml: the key goes to a file of the test's, no service is touched.
