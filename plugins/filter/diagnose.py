@@ -353,6 +353,47 @@ def _binding_findings(evidence, gpus_by_busid):
     return found
 
 
+def _gib(value):
+    return '%.1f GiB' % (value / 1024.0 ** 3) if value is not None else 'unknown'
+
+
+def _accounting_findings(evidence, settings):
+    """Slurm's own figures for the job (sacct gres/gpuutil, gres/gpumem), where accounting records them."""
+    job = (evidence.get('job') or {}).get('id')
+    usage = evidence.get('job_accounting')
+    if not usage:
+        error = (evidence.get('errors') or {}).get('job_accounting')
+        return [_skipped('job_gpuutil', error)] if error else []
+    job = usage.get('id') or job
+    if not usage.get('gpu_tres'):
+        return [_skipped('job_gpuutil', 'job %s: accounting records no gres/gpuutil (Slurm records GPU utilisation and '
+                                        'memory with AutoDetect=nvml in gres.conf and the GPUs in the accounted TRES)' % job)]
+    # The extern step holds no GPU work; the job's own line carries no usage.
+    steps = [step for step in usage.get('steps') or [] if step.get('step') not in (None, 'extern')]
+    used = [step for step in steps if ((step.get('max') or {}).get('gpumem_bytes') or (step.get('ave') or {}).get('gpumem_bytes'))]
+    if steps and not used:
+        return [_finding('job_gpuutil', 'warning', 'job %s: no step held GPU memory (sacct gres/gpumem 0 in %s)' % (
+            job, ', '.join(step['id'] for step in steps)),
+            'the job did not use its GPUs: check that the program sees them (CUDA_VISIBLE_DEVICES, torch.cuda.is_available()) '
+            'and that the steps were launched with srun inside the allocation')]
+    found = []
+    for step in used:
+        ave = step.get('ave') or {}
+        peak = step.get('max') or {}
+        value = ave.get('gpuutil_pct')
+        if value is None or value >= settings['low_gpu_util_pct']:
+            continue
+        found.append(_finding('job_gpuutil', 'warning', 'job %s step %s: GPU utilisation averaged %g %% (peak %s %%), GPU '
+                              'memory %s on average (peak %s) (sacct TRESUsageInAve/TRESUsageInMax)' % (
+                                  job, step.get('step'), value,
+                                  '%g' % peak['gpuutil_pct'] if peak.get('gpuutil_pct') is not None else 'unknown',
+                                  _gib(ave.get('gpumem_bytes')), _gib(peak.get('gpumem_bytes'))),
+                              'the GPUs waited for most of the job: look at data loading first (DataLoader num_workers, '
+                              'pin_memory, prefetch; stage the data set to local NVMe), then at the batch size and at CPU '
+                              'binding (the cpu_binding findings)'))
+    return found
+
+
 def diagnose_gpu_use(evidence, thresholds=None):
     """Why GPUs are underused: sampled utilisation and memory, clock throttle reasons, PCIe downtraining, CPU binding
     of the job's ranks against their GPUs' NUMA nodes, iowait."""
@@ -370,6 +411,7 @@ def diagnose_gpu_use(evidence, thresholds=None):
             sampled, busy = _gpu_sample_findings(gpu, samples.get(gpu.get('busid'), []), settings)
             found.extend(sampled + _pcie_findings(gpu, busy))
         found.extend(_binding_findings(evidence, {gpu.get('busid'): gpu for gpu in gpus}))
+    found.extend(_accounting_findings(evidence, settings))
     cpu = evidence.get('cpu')
     if not cpu:
         found.append(_skipped('iowait', _error_of(evidence, 'cpu')))

@@ -290,3 +290,53 @@ def test_stale_topology_file_names_both_sides():
                                              'nccl_conf.topo_file': {'gpus': ['0000:18:00.0', '0000:1a:00.0'], 'nets': ['mlx5_0']}}))
     assert [item['evidence'] for item in findings] == [
         '/etc/nccl.conf: NCCL_TOPO_FILE=/etc/nccl-topo.xml describes GPUs 0000:18:00.0, 0000:1a:00.0, the node has 0000:31:00.0']
+
+
+# --- sacct gres/gpuutil (fixtures/sacct, parsed as diagnose_facts does) ------------------------------------------------
+
+def accounting(name, columns=('JobID', 'TRESUsageInAve', 'TRESUsageInMax'), job='18194943'):
+    from ansible_collections.trainstack.cluster.plugins.module_utils._sacct import parse_sacct_usage
+    usage = parse_sacct_usage(read('sacct', name + '.txt'), columns)
+    usage['id'] = job
+    return usage
+
+
+def test_sacct_low_utilisation_is_reported_with_the_figures():
+    findings = diagnose.diagnose_gpu_use(with_({'job_accounting': accounting('edited_low_util')}))
+    job = [item for item in findings if item['check'] == 'job_gpuutil']
+    assert [(item['severity'], item['evidence']) for item in job] == [(
+        'warning', 'job 18194943 step batch: GPU utilisation averaged 12 % (peak 41 %), GPU memory 4.0 GiB on average '
+                   '(peak 5.0 GiB) (sacct TRESUsageInAve/TRESUsageInMax)')]
+    assert 'DataLoader num_workers' in job[0]['fix']
+
+
+@pytest.mark.parametrize(('name', 'columns'), [('curc_busy_max', ('JobID', 'TRESUsageInMax')),
+                                               ('curc_busy_ave_noconvert', ('JobID', 'TRESUsageInAve'))])
+def test_sacct_busy_job_is_no_finding(name, columns):
+    findings = diagnose.diagnose_gpu_use(with_({'job_accounting': accounting(name, columns)}))
+    assert [item for item in findings if item['check'] == 'job_gpuutil'] == []
+
+
+def test_sacct_without_gpuutil_says_what_accounting_lacks():
+    findings = diagnose.diagnose_gpu_use(with_({'job_accounting': accounting('handmade_no_gpuutil', job='4242')}))
+    job = [item for item in findings if item['check'] == 'job_gpuutil']
+    assert [item['severity'] for item in job] == ['skipped']
+    assert job[0]['evidence'].startswith('job 4242: accounting records no gres/gpuutil')
+    assert 'AutoDetect=nvml' in job[0]['evidence']
+
+
+def test_sacct_steps_without_gpu_memory_are_flagged():
+    usage = accounting('edited_low_util')
+    for step in usage['steps']:
+        for figures in (step['ave'], step['max']):
+            figures['gpumem_bytes'] = 0 if figures['gpumem_bytes'] is not None else None
+    findings = diagnose.diagnose_gpu_use(with_({'job_accounting': usage}))
+    job = [item for item in findings if item['check'] == 'job_gpuutil']
+    assert [(item['severity'], item['evidence']) for item in job] == [
+        ('warning', 'job 18194943: no step held GPU memory (sacct gres/gpumem 0 in 18194943.batch)')]
+
+
+def test_sacct_failure_is_a_skip_with_the_reason():
+    findings = diagnose.diagnose_gpu_use(with_({'job_accounting': None, 'errors': {
+        'job_accounting': 'sacct -j 4242 failed (no accounting database, or no sacct here)'}}))
+    assert [(item['check'], item['severity']) for item in findings if item['check'] == 'job_gpuutil'] == [('job_gpuutil', 'skipped')]
