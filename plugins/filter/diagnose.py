@@ -246,6 +246,44 @@ def diagnose_node_lost(evidence, thresholds=None):
             + _ib_findings(evidence) + _kernel_findings(evidence))
 
 
+def diagnose_clock_skew(reading, thresholds=None):
+    """The node's wall clock against the controller's, read in the same run (node lost: MUNGE and the logs need clocks
+    that agree across nodes, whatever each node's NTP offset says).
+
+    ``reading``: ``before_s`` and ``after_s`` (the controller's clock just before and just after the node's reading,
+    Unix seconds) and ``node`` (what ``date +%s.%N`` printed there, or None). The node read its clock somewhere between
+    the two: the skew is measured from their midpoint, give or take half the round trip.
+    """
+    settings = _settings(thresholds)
+    if not isinstance(reading, dict):
+        raise AnsibleFilterError('diagnose_clock_skew expects {before_s, after_s, node}, got %s' % type(reading).__name__)
+    text = str(reading.get('node') or '').strip()
+    if not re.match(r'[0-9]+(?:[.][0-9]+)?\Z', text):
+        return [_skipped('clock_skew', 'the node\'s clock could not be read (date +%%s.%%N printed %r)' % text[:40])]
+    try:
+        before, after = float(reading['before_s']), float(reading['after_s'])
+    except (KeyError, TypeError, ValueError):
+        raise AnsibleFilterError('diagnose_clock_skew: before_s and after_s must be the controller\'s clock in seconds, got %r'
+                                 % (reading,)) from None
+    if after < before:
+        raise AnsibleFilterError('diagnose_clock_skew: after_s %s is before before_s %s' % (after, before))
+    bound = (after - before) / 2.0
+    skew = float(text) - (before + after) / 2.0
+    # The least the skew can be, whatever moment of the round trip the node read its clock.
+    least = abs(skew) - bound
+    if least < settings['clock_offset_warn_s']:
+        if bound >= settings['clock_offset_warn_s']:
+            return [_skipped('clock_skew', 'the reading took %.2f s there and back: a skew under %g s cannot be told '
+                                           '(measured %+.2f s)' % (after - before, settings['clock_offset_warn_s'], skew))]
+        return []
+    severity = 'error' if least >= settings['clock_offset_error_s'] else 'warning'
+    return [_finding('clock_skew', severity, 'wall clock %.2f s %s the controller\'s (+/- %.2f s, half the round trip of '
+                                             'the reading)' % (abs(skew), 'ahead of' if skew > 0 else 'behind', bound),
+                     'bring the clocks together: chronyc tracking and chronyc sources -v on this node and on the '
+                     'controller (all nodes off by the same amount point at the controller), chronyc makestep once the '
+                     'sources answer; MUNGE rejects credentials from a clock off by more than its TTL (300 s)')]
+
+
 # --- (b) low GPU use -------------------------------------------------------------------------------------------------
 
 def throttle_names(mask):
@@ -646,6 +684,7 @@ class FilterModule:
     def filters(self):
         return {
             'diagnose_node_lost': diagnose_node_lost,
+            'diagnose_clock_skew': diagnose_clock_skew,
             'diagnose_gpu_use': diagnose_gpu_use,
             'diagnose_nccl': diagnose_nccl,
             'diagnose_nccl_log': diagnose_nccl_log,

@@ -73,6 +73,9 @@ def test_broken_node_fails_the_run_with_its_findings(inventory, tmp_path):
     assert any(line.startswith("| warning | cpu_binding | job 4242 pid 81302 (python3, step 0) may run on CPUs 16-31 only")
                for line in table)
     skipped = {item["check"]: item["evidence"] for item in written["hosts"]["healthy"]["skipped"]}
+    # Both nodes are this machine: no skew. A loaded machine may stretch the reading's round trip past the 1 s threshold,
+    # which the report says instead of guessing.
+    assert "cannot be told" in skipped.pop("clock_skew", "cannot be told")
     assert set(skipped) == {"ib_counters", "kernel_log", "cpu_binding", "xid", "job_gpuutil"}
     assert skipped["cpu_binding"].startswith("scontrol listpids 4242 failed")
     assert skipped["job_gpuutil"].startswith("sacct -j 4242 failed")
