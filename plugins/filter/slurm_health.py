@@ -3,8 +3,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """slurm.conf's node-health settings: the periodic check, the check after a reboot, the prolog check (pure).
 
-The slurm role's template prints what ``slurm_health_settings`` returns; a bad value raises, naming the variable,
-so that the role's validate tasks refuse it before anything changes.
+Meant for the slurm role's slurm.conf and validate tasks: a bad value raises, naming the variable, so that they can
+refuse it before anything changes. Not wired into the role yet: that wiring (the switches
+slurm_health_check_after_reboot and slurm_prolog_health_check, off by default) waits for a full molecule slurm_ha run.
 
 Slurm facts this relies on:
 - slurmd runs HealthCheckProgram once when it starts, before it registers with slurmctld, but only where both

@@ -480,16 +480,6 @@ CORPUS = [
     ("slurm-health-program-relative", {"slurm_health_check_program": "nhc"}, "slurm_health_check_program"),
     ("slurm-health-in-extra", {"slurm_config_extra": {"HealthCheckProgram": "/usr/sbin/nhc"}},
      "key HealthCheckProgram is set by the role itself"),
-    # issue 27: the after-reboot and prolog checks (filter slurm_health_settings)
-    ("slurm-after-reboot-no-program", {"slurm_health_check_after_reboot": True},
-     "slurm_health_check_after_reboot needs slurm_health_check_program"),
-    ("slurm-after-reboot-interval-zero", {"slurm_health_check_after_reboot": True, "slurm_health_check_program": "/usr/sbin/nhc",
-                                          "slurm_health_check_interval": 0}, "a slurm_health_check_interval above 0"),
-    ("slurm-reboot-program-relative", {"slurm_reboot_program": "reboot"}, "slurm_reboot_program"),
-    ("slurm-prolog-timeout-long", {"slurm_prolog_health_check_timeout": 90}, "slurm_prolog_health_check_timeout must be at most 60"),
-    ("slurm-prolog-in-extra", {"slurm_prolog_health_check": True, "slurm_health_check_program": "/usr/sbin/nhc",
-                               "slurm_config_extra": {"PrologFlags": "Contain"}},
-     "slurm_config_extra sets PrologFlags, which slurm_prolog_health_check writes itself"),
     # an inventory name that cannot be an /etc/hosts name or a Slurm NodeName
     ("bad_name", {}, "inventory_hostname must be a DNS name"),
     # The eighth held-out round (issue 25): Slurm's reserved partition name, a Slurm name with a space, NCCL files in a
