@@ -246,6 +246,44 @@ def diagnose_node_lost(evidence, thresholds=None):
             + _ib_findings(evidence) + _kernel_findings(evidence))
 
 
+def diagnose_clock_skew(reading, thresholds=None):
+    """The node's wall clock against the controller's, read in the same run (node lost: MUNGE and the logs need clocks
+    that agree across nodes, whatever each node's NTP offset says).
+
+    ``reading``: ``before_s`` and ``after_s`` (the controller's clock just before and just after the node's reading,
+    Unix seconds) and ``node`` (what ``date +%s.%N`` printed there, or None). The node read its clock somewhere between
+    the two: the skew is measured from their midpoint, give or take half the round trip.
+    """
+    settings = _settings(thresholds)
+    if not isinstance(reading, dict):
+        raise AnsibleFilterError('diagnose_clock_skew expects {before_s, after_s, node}, got %s' % type(reading).__name__)
+    text = str(reading.get('node') or '').strip()
+    if not re.match(r'[0-9]+(?:[.][0-9]+)?\Z', text):
+        return [_skipped('clock_skew', 'the node\'s clock could not be read (date +%%s.%%N printed %r)' % text[:40])]
+    try:
+        before, after = float(reading['before_s']), float(reading['after_s'])
+    except (KeyError, TypeError, ValueError):
+        raise AnsibleFilterError('diagnose_clock_skew: before_s and after_s must be the controller\'s clock in seconds, got %r'
+                                 % (reading,)) from None
+    if after < before:
+        raise AnsibleFilterError('diagnose_clock_skew: after_s %s is before before_s %s' % (after, before))
+    bound = (after - before) / 2.0
+    skew = float(text) - (before + after) / 2.0
+    # The least the skew can be, whatever moment of the round trip the node read its clock.
+    least = abs(skew) - bound
+    if least < settings['clock_offset_warn_s']:
+        if bound >= settings['clock_offset_warn_s']:
+            return [_skipped('clock_skew', 'the reading took %.2f s there and back: a skew under %g s cannot be told '
+                                           '(measured %+.2f s)' % (after - before, settings['clock_offset_warn_s'], skew))]
+        return []
+    severity = 'error' if least >= settings['clock_offset_error_s'] else 'warning'
+    return [_finding('clock_skew', severity, 'wall clock %.2f s %s the controller\'s (+/- %.2f s, half the round trip of '
+                                             'the reading)' % (abs(skew), 'ahead of' if skew > 0 else 'behind', bound),
+                     'bring the clocks together: chronyc tracking and chronyc sources -v on this node and on the '
+                     'controller (all nodes off by the same amount point at the controller), chronyc makestep once the '
+                     'sources answer; MUNGE rejects credentials from a clock off by more than its TTL (300 s)')]
+
+
 # --- (b) low GPU use -------------------------------------------------------------------------------------------------
 
 def throttle_names(mask):
@@ -353,6 +391,47 @@ def _binding_findings(evidence, gpus_by_busid):
     return found
 
 
+def _gib(value):
+    return '%.1f GiB' % (value / 1024.0 ** 3) if value is not None else 'unknown'
+
+
+def _accounting_findings(evidence, settings):
+    """Slurm's own figures for the job (sacct gres/gpuutil, gres/gpumem), where accounting records them."""
+    job = (evidence.get('job') or {}).get('id')
+    usage = evidence.get('job_accounting')
+    if not usage:
+        error = (evidence.get('errors') or {}).get('job_accounting')
+        return [_skipped('job_gpuutil', error)] if error else []
+    job = usage.get('id') or job
+    if not usage.get('gpu_tres'):
+        return [_skipped('job_gpuutil', 'job %s: accounting records no gres/gpuutil (Slurm records GPU utilisation and '
+                                        'memory with AutoDetect=nvml in gres.conf and the GPUs in the accounted TRES)' % job)]
+    # The extern step holds no GPU work; the job's own line carries no usage.
+    steps = [step for step in usage.get('steps') or [] if step.get('step') not in (None, 'extern')]
+    used = [step for step in steps if ((step.get('max') or {}).get('gpumem_bytes') or (step.get('ave') or {}).get('gpumem_bytes'))]
+    if steps and not used:
+        return [_finding('job_gpuutil', 'warning', 'job %s: no step held GPU memory (sacct gres/gpumem 0 in %s)' % (
+            job, ', '.join(step['id'] for step in steps)),
+            'the job did not use its GPUs: check that the program sees them (CUDA_VISIBLE_DEVICES, torch.cuda.is_available()) '
+            'and that the steps were launched with srun inside the allocation')]
+    found = []
+    for step in used:
+        ave = step.get('ave') or {}
+        peak = step.get('max') or {}
+        value = ave.get('gpuutil_pct')
+        if value is None or value >= settings['low_gpu_util_pct']:
+            continue
+        found.append(_finding('job_gpuutil', 'warning', 'job %s step %s: GPU utilisation averaged %g %% (peak %s %%), GPU '
+                              'memory %s on average (peak %s) (sacct TRESUsageInAve/TRESUsageInMax)' % (
+                                  job, step.get('step'), value,
+                                  '%g' % peak['gpuutil_pct'] if peak.get('gpuutil_pct') is not None else 'unknown',
+                                  _gib(ave.get('gpumem_bytes')), _gib(peak.get('gpumem_bytes'))),
+                              'the GPUs waited for most of the job: look at data loading first (DataLoader num_workers, '
+                              'pin_memory, prefetch; stage the data set to local NVMe), then at the batch size and at CPU '
+                              'binding (the cpu_binding findings)'))
+    return found
+
+
 def diagnose_gpu_use(evidence, thresholds=None):
     """Why GPUs are underused: sampled utilisation and memory, clock throttle reasons, PCIe downtraining, CPU binding
     of the job's ranks against their GPUs' NUMA nodes, iowait."""
@@ -370,6 +449,7 @@ def diagnose_gpu_use(evidence, thresholds=None):
             sampled, busy = _gpu_sample_findings(gpu, samples.get(gpu.get('busid'), []), settings)
             found.extend(sampled + _pcie_findings(gpu, busy))
         found.extend(_binding_findings(evidence, {gpu.get('busid'): gpu for gpu in gpus}))
+    found.extend(_accounting_findings(evidence, settings))
     cpu = evidence.get('cpu')
     if not cpu:
         found.append(_skipped('iowait', _error_of(evidence, 'cpu')))
@@ -604,6 +684,7 @@ class FilterModule:
     def filters(self):
         return {
             'diagnose_node_lost': diagnose_node_lost,
+            'diagnose_clock_skew': diagnose_clock_skew,
             'diagnose_gpu_use': diagnose_gpu_use,
             'diagnose_nccl': diagnose_nccl,
             'diagnose_nccl_log': diagnose_nccl_log,

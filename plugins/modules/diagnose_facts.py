@@ -17,7 +17,8 @@ description:
   - Low GPU use - O(samples) samples of C(nvidia-smi --query-gpu) (utilisation, memory, clock throttle reasons,
     SM clock), the GPUs' PCIe link (current and maximum width and speed from sysfs), C(vmstat) (iowait) and, with
     O(job), the CPUs each process of the job may run on (C(scontrol listpids), C(/proc/<pid>/status)) and the
-    GPUs it holds (C(nvidia-smi --query-compute-apps)).
+    GPUs it holds (C(nvidia-smi --query-compute-apps)), and the job's GPU utilisation and memory in Slurm's accounting
+    (C(sacct) C(TRESUsageInAve)/C(TRESUsageInMax) C(gres/gpuutil), C(gres/gpumem)) where it records them.
   - NCCL errors - C(/etc/nccl.conf) (O(nccl_conf)) and whether its C(NCCL_TOPO_FILE) exists; Xid errors from the
     kernel log since boot. The host topology (C(trainstack_topology)'s content) comes along in C(topology).
   - A missing source (no Slurm, no GPU, no InfiniBand, no permission) is V(null) with the reason in C(errors);
@@ -25,7 +26,7 @@ description:
   - With O(root) pointing at a recorded tree, files are read below it and commands are replayed from
     C(<root>/.commands/<key>.txt) - keys C(scontrol_show_node), C(systemctl_show), C(chronyc_tracking),
     C(timedatectl_show), C(journalctl_k_b), C(dmesg), C(vmstat), C(nvidia-smi_query-gpu-sample-<n>) (n from 0),
-    C(scontrol_listpids), C(nvidia-smi_query-compute-apps) and those of M(trainstack.cluster.topology_facts).
+    C(scontrol_listpids), C(nvidia-smi_query-compute-apps), C(sacct_usage) and those of M(trainstack.cluster.topology_facts).
 extends_documentation_fragment:
   - trainstack.cluster.attributes
   - trainstack.cluster.attributes.facts
@@ -96,6 +97,14 @@ ansible_facts:
               C(scontrol listpids) failed.
           type: dict
           returned: always
+        job_accounting:
+          description:
+            - With O(job), what C(sacct -j <job> --parsable2 --noconvert --format=JobID,TRESUsageInAve,TRESUsageInMax)
+              records - C(id), C(gpu_tres) (whether accounting has C(gres/gpuutil)) and C(steps) (C(id), C(step), C(ave)
+              and C(max), each C(gpuutil_pct) and C(gpumem_bytes), V(null) where absent). V(null) without O(job) or
+              when sacct failed.
+          type: dict
+          returned: always
         slurm:
           description: The node as M(trainstack.cluster.slurm_node) returns it (C(state), C(reason), C(down), C(drain), ...).
           type: dict
@@ -153,6 +162,7 @@ from xml.etree import ElementTree
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.trainstack.cluster.plugins.module_utils._commands import PROBE_ARGUMENT_SPEC, CommandRunner
+from ansible_collections.trainstack.cluster.plugins.module_utils._sacct import SACCT_FORMAT, SacctError, parse_sacct_usage
 from ansible_collections.trainstack.cluster.plugins.module_utils._scontrol import parse_show_node
 from ansible_collections.trainstack.cluster.plugins.module_utils._topology import (
     SysfsTree, collect_topology, normalize_busid, parse_int, read_query_csv)
@@ -344,6 +354,22 @@ def read_job(tree, runner, job, nvidia_smi):
     return {'id': job, 'processes': processes}, None
 
 
+def read_job_accounting(runner, job):
+    """The job's GPU figures in Slurm's accounting (sacct TRESUsageInAve/Max: gres/gpuutil, gres/gpumem)."""
+    text = runner.output('sacct_usage', ['sacct', '-j', job, '--parsable2', '--noconvert',
+                                         '--format=' + ','.join(SACCT_FORMAT)])
+    if text is None:
+        return None, 'sacct -j %s failed (no accounting database, or no sacct here)' % job
+    try:
+        usage = parse_sacct_usage(text)
+    except SacctError as exc:
+        return None, str(exc)
+    if not usage['steps']:
+        return None, 'sacct has no record of job %s' % job
+    usage['id'] = job
+    return usage, None
+
+
 def read_gpu_samples(runner, nvidia_smi, samples, interval, sleep):
     taken = []
     argv = [nvidia_smi, '--query-gpu=' + ','.join(GPU_SAMPLE_FIELDS), '--format=csv,nounits']
@@ -433,6 +459,7 @@ def collect(tree, runner, params, sleep=time.sleep):
     cpu = parse_vmstat(runner.output('vmstat', ['vmstat', str(interval), '2']))
     keep('cpu', (cpu, None if cpu else 'vmstat unavailable or unreadable'))
     keep('job', read_job(tree, runner, params['job'], nvidia_smi) if params['job'] else (None, None))
+    keep('job_accounting', read_job_accounting(runner, params['job']) if params['job'] else (None, None))
     conf = tree.read(params['nccl_conf'])
     if conf is None:
         keep('nccl_conf', (None, '%s does not exist or cannot be read' % params['nccl_conf']))

@@ -290,3 +290,101 @@ def test_stale_topology_file_names_both_sides():
                                              'nccl_conf.topo_file': {'gpus': ['0000:18:00.0', '0000:1a:00.0'], 'nets': ['mlx5_0']}}))
     assert [item['evidence'] for item in findings] == [
         '/etc/nccl.conf: NCCL_TOPO_FILE=/etc/nccl-topo.xml describes GPUs 0000:18:00.0, 0000:1a:00.0, the node has 0000:31:00.0']
+
+
+# --- sacct gres/gpuutil (fixtures/sacct, parsed as diagnose_facts does) ------------------------------------------------
+
+def accounting(name, columns=('JobID', 'TRESUsageInAve', 'TRESUsageInMax'), job='18194943'):
+    from ansible_collections.trainstack.cluster.plugins.module_utils._sacct import parse_sacct_usage
+    usage = parse_sacct_usage(read('sacct', name + '.txt'), columns)
+    usage['id'] = job
+    return usage
+
+
+def test_sacct_low_utilisation_is_reported_with_the_figures():
+    findings = diagnose.diagnose_gpu_use(with_({'job_accounting': accounting('edited_low_util')}))
+    job = [item for item in findings if item['check'] == 'job_gpuutil']
+    assert [(item['severity'], item['evidence']) for item in job] == [(
+        'warning', 'job 18194943 step batch: GPU utilisation averaged 12 % (peak 41 %), GPU memory 4.0 GiB on average '
+                   '(peak 5.0 GiB) (sacct TRESUsageInAve/TRESUsageInMax)')]
+    assert 'DataLoader num_workers' in job[0]['fix']
+
+
+@pytest.mark.parametrize(('name', 'columns'), [('curc_busy_max', ('JobID', 'TRESUsageInMax')),
+                                               ('curc_busy_ave_noconvert', ('JobID', 'TRESUsageInAve'))])
+def test_sacct_busy_job_is_no_finding(name, columns):
+    findings = diagnose.diagnose_gpu_use(with_({'job_accounting': accounting(name, columns)}))
+    assert [item for item in findings if item['check'] == 'job_gpuutil'] == []
+
+
+def test_sacct_without_gpuutil_says_what_accounting_lacks():
+    findings = diagnose.diagnose_gpu_use(with_({'job_accounting': accounting('handmade_no_gpuutil', job='4242')}))
+    job = [item for item in findings if item['check'] == 'job_gpuutil']
+    assert [item['severity'] for item in job] == ['skipped']
+    assert job[0]['evidence'].startswith('job 4242: accounting records no gres/gpuutil')
+    assert 'AutoDetect=nvml' in job[0]['evidence']
+
+
+def test_sacct_steps_without_gpu_memory_are_flagged():
+    usage = accounting('edited_low_util')
+    for step in usage['steps']:
+        for figures in (step['ave'], step['max']):
+            figures['gpumem_bytes'] = 0 if figures['gpumem_bytes'] is not None else None
+    findings = diagnose.diagnose_gpu_use(with_({'job_accounting': usage}))
+    job = [item for item in findings if item['check'] == 'job_gpuutil']
+    assert [(item['severity'], item['evidence']) for item in job] == [
+        ('warning', 'job 18194943: no step held GPU memory (sacct gres/gpumem 0 in 18194943.batch)')]
+
+
+def test_sacct_failure_is_a_skip_with_the_reason():
+    findings = diagnose.diagnose_gpu_use(with_({'job_accounting': None, 'errors': {
+        'job_accounting': 'sacct -j 4242 failed (no accounting database, or no sacct here)'}}))
+    assert [(item['check'], item['severity']) for item in findings if item['check'] == 'job_gpuutil'] == [('job_gpuutil', 'skipped')]
+
+
+# --- clock skew across nodes (the node's clock against the controller's, read in the same run) -----------------------
+
+BEFORE = 1796407200.0  # 2026-12-04T18:00:00Z
+
+
+@pytest.mark.parametrize(('node', 'after', 'expected'), [
+    # in step with the controller, a 0.2 s round trip
+    ('%.6f' % (BEFORE + 0.1), BEFORE + 0.2, []),
+    # 7.8 s behind (the broken case's chrony offset), a 0.4 s round trip: 7.8 - 0.2 > 1 s
+    ('%.6f' % (BEFORE + 0.2 - 7.8), BEFORE + 0.4, [('clock_skew', 'warning')]),
+    # 301 s ahead, past MUNGE's TTL even at the far end of the round trip
+    ('%.6f' % (BEFORE + 0.5 + 301.0), BEFORE + 1.0, [('clock_skew', 'error')]),
+    # 0.9 s ahead with a 0.2 s round trip: under the 1 s threshold
+    ('%.6f' % (BEFORE + 0.1 + 0.9), BEFORE + 0.2, []),
+])
+def test_clock_skew(node, after, expected):
+    findings = diagnose.diagnose_clock_skew({'before_s': BEFORE, 'after_s': after, 'node': node + '\n'})
+    assert found(findings) == expected
+    assert skipped(findings) == []
+
+
+def test_clock_skew_evidence_gives_the_bound():
+    findings = diagnose.diagnose_clock_skew({'before_s': BEFORE, 'after_s': BEFORE + 0.4, 'node': '%.3f' % (BEFORE + 0.2 - 7.8)})
+    assert findings[0]['evidence'] == "wall clock 7.80 s behind the controller's (+/- 0.20 s, half the round trip of the reading)"
+    assert 'chronyc makestep' in findings[0]['fix']
+
+
+def test_clock_skew_too_slow_a_round_trip_cannot_tell():
+    # 1.5 s measured, but a 4 s round trip: the node may have read its clock anywhere in it
+    findings = diagnose.diagnose_clock_skew({'before_s': BEFORE, 'after_s': BEFORE + 4.0, 'node': str(BEFORE + 3.5)})
+    assert skipped(findings) == ['clock_skew'] and found(findings) == []
+    assert 'took 4.00 s there and back' in findings[0]['evidence']
+    # 10 s off is still certain through the same round trip
+    assert found(diagnose.diagnose_clock_skew({'before_s': BEFORE, 'after_s': BEFORE + 4.0, 'node': str(BEFORE + 12.0)})) == [
+        ('clock_skew', 'warning')]
+
+
+def test_clock_skew_thresholds_and_unreadable_clock():
+    reading = {'before_s': BEFORE, 'after_s': BEFORE + 0.2, 'node': str(BEFORE + 0.6)}
+    assert found(diagnose.diagnose_clock_skew(reading, {'clock_offset_warn_s': 0.25})) == [('clock_skew', 'warning')]
+    assert skipped(diagnose.diagnose_clock_skew(dict(reading, node=None))) == ['clock_skew']
+    assert skipped(diagnose.diagnose_clock_skew(dict(reading, node='date: invalid option'))) == ['clock_skew']
+    with pytest.raises(AnsibleFilterError, match='is before before_s'):
+        diagnose.diagnose_clock_skew(dict(reading, after_s=BEFORE - 1))
+    with pytest.raises(AnsibleFilterError, match='unknown key'):
+        diagnose.diagnose_clock_skew(reading, {'skew': 1})

@@ -121,6 +121,11 @@ def test_broken_root(tmp_path, capsys):
     assert facts['kernel_log']['xid']['xids'] == [79] and len(facts['kernel_log']['link_events']) == 2
     assert facts['nccl_conf'] == {'path': '/etc/nccl.conf', 'topo_file_exists': False, 'topo_file': None, 'settings': {
         'NCCL_SOCKET_IFNAME': '=eth0', 'NCCL_IB_HCA': '=mlx5_0:1', 'NCCL_TOPO_FILE': '/etc/nccl-topo.xml'}}
+    # sacct's recording (fixtures/sacct/edited_low_util.txt): the job asked for names the record.
+    accounting = facts['job_accounting']
+    assert (accounting['id'], accounting['gpu_tres'], [step['step'] for step in accounting['steps']]) == (
+        '4242', True, [None, 'batch', 'extern'])
+    assert accounting['steps'][1]['ave'] == {'gpuutil_pct': 12.0, 'gpumem_bytes': 4294967296}
     assert facts['errors'] == {}
 
 
@@ -128,8 +133,9 @@ def test_empty_root_says_what_is_missing(tmp_path, capsys):
     (tmp_path / 'empty').mkdir()
     result = run_module(diagnose_facts.main, {'root': str(tmp_path / 'empty'), 'node_name': 'gpu09', 'job': '77'}, capsys)
     errors = result['ansible_facts']['trainstack_diagnose']['errors']
-    assert sorted(errors) == ['clock', 'cpu', 'gpu_samples', 'job', 'kernel_log', 'nccl_conf', 'services', 'slurm']
+    assert sorted(errors) == ['clock', 'cpu', 'gpu_samples', 'job', 'job_accounting', 'kernel_log', 'nccl_conf', 'services', 'slurm']
     assert 'scontrol listpids 77 failed' in errors['job']
+    assert errors['job_accounting'] == 'sacct -j 77 failed (no accounting database, or no sacct here)'
 
 
 def test_bad_job_id_fails(tmp_path, capsys):
