@@ -12,6 +12,7 @@ and checks the DDP smoke job's JSON result.
 from __future__ import annotations
 
 import json
+import re
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.trainstack.cluster.plugins.filter.gpu_stack import nccl_parts, version_tuple
@@ -173,6 +174,36 @@ def pytorch_ddp_result(text, world_size=None, hosts=None, backend=None):
     return {'ok': not problems, 'problems': problems, 'result': result}
 
 
+# A requirement's project name and its exact pins (==x, ===x): PEP 503 folds case and runs of -_. into one '-'.
+_REQUIREMENT_NAME = re.compile(r'\s*([A-Za-z0-9][A-Za-z0-9._-]*)')
+_EXACT_PIN = re.compile(r'===?\s*([A-Za-z0-9.*+!_-]+)')
+
+
+def pip_pin_conflicts(requirements, variable='pytorch_extra_packages'):
+    """Messages for projects that `requirements` pins with == to two different versions (pip stops with
+    ResolutionImpossible on the node, after the venv was made); the same pin twice is not a conflict."""
+    if not isinstance(requirements, (list, tuple)):
+        return []
+    pins = {}
+    for index, requirement in enumerate(requirements):
+        if not isinstance(requirement, str):
+            continue
+        text = requirement.split(';', 1)[0]
+        name = _REQUIREMENT_NAME.match(text)
+        if not name:
+            continue
+        key = re.sub(r'[-_.]+', '-', name.group(1)).lower()
+        for version in _EXACT_PIN.findall(text[name.end():]):
+            pins.setdefault(key, []).append((index, version))
+    out = []
+    for key in sorted(pins):
+        versions = sorted(set(version for _, version in pins[key]))
+        if len(versions) > 1:
+            out.append('%s pins %s to different versions (%s): pip cannot install both; keep one pin'
+                       % (variable, key, ', '.join('%s[%d] ==%s' % (variable, index, version) for index, version in pins[key])))
+    return out
+
+
 class FilterModule:
     """PyTorch environment filters."""
 
@@ -184,4 +215,5 @@ class FilterModule:
             'pytorch_cpus_per_gpu': pytorch_cpus_per_gpu,
             'pytorch_nccl_report': pytorch_nccl_report,
             'pytorch_ddp_result': pytorch_ddp_result,
+            'pip_pin_conflicts': pip_pin_conflicts,
         }

@@ -27,6 +27,10 @@ def slurm_time_problem(value):
     if isinstance(value, bool) or value is None or not isinstance(value, (str, int)):
         return 'must be a Slurm time (%s), got %s' % (TIME_FORMATS, _kind(value))
     if isinstance(value, int):
+        if value >= 3600 and value % 60 == 0:
+            # YAML 1.1 reads an unquoted H:MM:SS in base 60 (1:00:00 is 3600), which Slurm would take as minutes.
+            return ("is the number %d: quote it (YAML reads an unquoted 1:00:00 as 3600, which Slurm would take as minutes); "
+                    "write '1:00:00' for hours, or '%d' quoted if minutes are meant" % (value, value))
         return None if value >= 0 else 'must be a Slurm time (%s), got %d' % (TIME_FORMATS, value)
     if value.upper() in _UNLIMITED or _TIME_RE.match(value):
         return None

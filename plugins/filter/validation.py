@@ -355,7 +355,7 @@ def _check(name, value, spec, keysets, allow_unknown, out, top=False):
     if "min" in spec or "max" in spec:
         # float() also reads other scripts' digits ("３００"), which would reach the file as they are: ASCII only.
         if isinstance(value, bool) or not isinstance(value, (int, float, str)) or (
-                isinstance(value, str) and not re.fullmatch(r"\s*[-+]?[0-9]+(\.[0-9]+)?\s*", value)):
+                isinstance(value, str) and not re.fullmatch(r" *[-+]?[0-9]+(\.[0-9]+)? *", value)):
             out.append("%s must be a number" % name)
             return
         number = float(value)
@@ -476,7 +476,7 @@ def _shown(value):
 def _choice_problem(name, value, wanted, allowed):
     """Why value is not one of allowed, compared as argument validation compares it (after its type), or None."""
     candidate = value
-    if wanted == "int" and isinstance(value, str) and re.fullmatch(r"\s*[-+]?[0-9]+\s*", value):
+    if wanted == "int" and isinstance(value, str) and re.fullmatch(r" *[-+]?[0-9]+ *", value):
         candidate = int(value)
     if candidate in allowed or (isinstance(candidate, str) and candidate in [str(item) for item in allowed]):
         return None
@@ -515,10 +515,10 @@ def type_problems(values, types, choices=None):
                                        or (isinstance(value, str) and value.strip().lower() in _BOOL_WORDS)):
             out.append("%s must be true or false, got %s" % (name, _shown(value)))
         elif wanted == "int" and not (isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-                                      or (isinstance(value, str) and re.fullmatch(r"\s*[-+]?[0-9]+\s*", value))):
+                                      or (isinstance(value, str) and re.fullmatch(r" *[-+]?[0-9]+ *", value))):
             out.append("%s must be a whole number, got %s" % (name, _shown(value)))
         elif wanted == "float" and not (isinstance(value, (int, float)) and not isinstance(value, bool)
-                                        or (isinstance(value, str) and re.fullmatch(r"\s*[-+]?[0-9]+(\.[0-9]+)?\s*", value))):
+                                        or (isinstance(value, str) and re.fullmatch(r" *[-+]?[0-9]+(\.[0-9]+)? *", value))):
             out.append("%s must be a number, got %s" % (name, _shown(value)))
         elif name in choices:
             items = value if wanted == "list" and isinstance(value, (list, tuple)) else [value]
@@ -581,6 +581,42 @@ def unknown_entries(values, known, variable, what="known"):
     return out
 
 
+def inventory_host_problems(values, hosts, what="the host its tasks are delegated to"):
+    """Messages for the variables of `values` (name -> host name) that name no host of the inventory (`hosts`,
+    groups['all']): a task delegated there fails half-way (a node drained, then no host to resume it through).
+    An empty or null value means "none" and passes."""
+    hosts = [str(host) for host in (hosts or [])]
+    out = []
+    for name in sorted(values or {}):
+        value = values[name]
+        if value is None or value == "":
+            continue
+        if not isinstance(value, str) or value not in hosts:
+            close = _closest(str(value), hosts, 0.6) if isinstance(value, str) else None
+            out.append("%s must name a host of the inventory (%s), got %s%s"
+                       % (name, what, _shown(value), " (did you mean %s?)" % close if close else ""))
+    return out
+
+
+def path_overlap_problems(paths):
+    """Messages for the directories of `paths` (variable name -> absolute path, as the roles use them) that are the same
+    or lie one inside another: each role fills, prunes or removes its own (build_artifact keeps build_artifact_keep
+    builds under its root and empties its build directory; acceptance makes and removes <scratch>-<run id>).
+    Values that are not absolute path strings are left to their format checks."""
+    names = [name for name in (paths or {}) if isinstance(paths[name], str) and paths[name].startswith("/")]
+    out = []
+    for position, first in enumerate(names):
+        for second in names[position + 1:]:
+            one, two = posixpath.normpath(paths[first]), posixpath.normpath(paths[second])
+            if one == two:
+                out.append("%s and %s are the same directory (%s): each needs a directory of its own" % (first, second, one))
+            elif two.startswith(one.rstrip("/") + "/") or one.startswith(two.rstrip("/") + "/"):
+                inner, outer = (second, first) if two.startswith(one.rstrip("/") + "/") else (first, second)
+                out.append("%s (%s) lies inside %s (%s): each needs a directory of its own, apart from the other's"
+                           % (inner, paths[inner], outer, paths[outer]))
+    return out
+
+
 def _closest(name, known, cutoff=0.6):
     """The known name a typo most likely meant: by similarity, a cut-short or run-on name first (acceptance_mpi_env
     means acceptance_mpi_environment, not the equally similar acceptance_mpi_prefix); None below the cutoff ratio."""
@@ -603,4 +639,6 @@ class FilterModule:
             "value_problems": value_problems,
             "unknown_variables": unknown_variables,
             "unknown_entries": unknown_entries,
+            "inventory_host_problems": inventory_host_problems,
+            "path_overlap_problems": path_overlap_problems,
         }

@@ -466,7 +466,7 @@ CORPUS = [
     ("nhc-source-word", {"nhc_source": "debian"}, 'nhc_source must be one of: git, url, mirror, got \\"debian\\"'),
     ("nhc-git-option", {"nhc_git_url": "--upload-pack=touch"}, "nhc_git_url"),
     ("nhc-timeout-over-slurm", {"nhc_timeout": 90}, "nhc_timeout must be at most 55"),
-    ("nhc-gpu-count-word", {"nhc_gpu_count": "eight"}, "nhc_gpu_count must be auto or a count"),
+    ("nhc-gpu-count-word", {"nhc_gpu_count": "eight"}, "nhc_gpu_count must be a number (or one of: 'auto')"),
     ("nhc-driver-newline", {"nhc_gpu_driver_version": "580.95.05" + NL}, "nhc_gpu_driver_version"),
     ("nhc-xids-command", {"nhc_fatal_xids": ["79;reboot"]}, "nhc_fatal_xids"),
     ("nhc-mount-command", {"nhc_mounts": [{"path": "/scratch$(id)"}]}, "nhc_mounts[0].path contains '$'"),
@@ -498,6 +498,32 @@ CORPUS = [
      "is not a variable of any role (did you mean slurm_config_extra?)"),
     ("allowed-variable-typo-hint", {"preflight_variables_allowed": ["slurm_site_note"], "slurm_site_notes": "x"},
      "slurm_site_notes is not a variable of any role (did you mean slurm_site_note?)"),
+    # The ninth held-out round (issue 25): pins pip cannot satisfy, hosts delegated to that the inventory lacks, two roles'
+    # directories in one place, an unquoted H:00:00, numbers with a newline, shell text in MPI's environment, a value that
+    # is not a valid template, preflight's own options in the user's words
+    ("r9-pin-conflict", {"pytorch_extra_packages": ["numpy==1.26.4", "NumPy==2.0.1"]},
+     "pytorch_extra_packages pins numpy to different versions"),
+    ("r9-upgrade-controller-not-host", {"upgrade_slurm_controller": "slurm-head"},
+     "upgrade_slurm_controller must name a host of the inventory"),
+    ("r9-driver-controller-not-host", {"nvidia_driver_reboot_slurm_controller": "slurm-head"},
+     "nvidia_driver_reboot_slurm_controller must name a host of the inventory"),
+    ("r9-acceptance-drain-host-not-host", {"acceptance_drain_failing": True, "acceptance_drain_host": "slurm-head"},
+     "acceptance_drain_host must name a host of the inventory"),
+    ("r9-build-dir-is-root", {"build_artifact_build_dir": "/opt/trainstack"},
+     "build_artifact_root and build_artifact_build_dir are the same directory"),
+    ("r9-acceptance-scratch-in-root", {"acceptance_scratch_dir": "/opt/trainstack/acceptance"},
+     "acceptance_scratch_dir (/opt/trainstack/acceptance) lies inside build_artifact_root"),
+    ("r9-nhc-gpu-count-negative", {"nhc_gpu_count": -1}, "nhc_gpu_count must be at least 0, got -1"),
+    ("r9-part-max-time-base60", {"slurm_partitions": [dict(PART, default=True, max_time=3600)]},
+     "max_time is the number 3600: quote it"),
+    ("r9-port-newline", {"build_artifact_serve_port": "8690" + NL}, "build_artifact_serve_port must be a whole number, got"),
+    ("r9-mpi-env-substitution", {"acceptance_mpi_environment": {"UCX_TLS": "rc,sm$(id)"}},
+     "acceptance_mpi_environment.UCX_TLS contains '$' (a shell metacharacter)"),
+    ("r9-rdzv-huge", {"pytorch_rdzv_timeout": 10000000000}, "pytorch_rdzv_timeout must be whole seconds from 1 to 86400"),
+    ("r9-jinja-syntax-error", {"acceptance_output_dir": "/var/lib/acceptance/{{ "},
+     "acceptance_output_dir is not a valid Jinja template"),
+    ("r9-preflight-bool-word", {"preflight_fail_on_unsupported_os": "maybe"},
+     "preflight_fail_on_unsupported_os must be true or false, got"),
 ]
 
 # Good values beside the bad ones: these hosts must pass (the failures are the values', not the run's).
@@ -581,6 +607,17 @@ GOOD_HOSTS = {
     },
     # The eighth held-out round's legal values that were refused: nvcc's -ccbin given a path, a whole number with a point.
     "good-compiler-path-and-whole-float": {"cuda_host_compiler": "/usr/bin/g++-12", "nhc_ib_flap_window": 86400.0},
+    # The ninth round's legal neighbours: one pin given twice, MPI settings with ^ and commas, a GPU count, a partition
+    # limit in minutes, a root of its own, a drain host that is an inventory host (this one).
+    "good-r9-legal-neighbours": {
+        "pytorch_extra_packages": ["numpy==1.26.4", "numpy==1.26.4", "scipy>=1.11,<2"],
+        "acceptance_mpi_environment": {"OMPI_MCA_btl": "^openib", "UCX_TLS": "rc,sm,cuda_copy"},
+        "nhc_gpu_count": 8,
+        "slurm_partitions": [dict(PART, default=True, max_time=90)],
+        "build_artifact_root": "/srv/trainstack",
+        "acceptance_drain_failing": True,
+        "acceptance_drain_host": "good-r9-legal-neighbours",
+    },
 }
 
 

@@ -159,3 +159,23 @@ def test_pip_install_pins_the_cuda_build(changes, requirements, args):
 def test_pip_install_refuses_other_sources():
     with pytest.raises(AnsibleFilterError, match='source must be index or wheelhouse'):
         pytorch.pytorch_pip_install(dict(INDEX, source='distribution'))
+
+
+# Round 9 (issue 25): two different == pins of one project (PEP 503 names) cannot both be installed.
+@pytest.mark.parametrize('requirements, expected', [
+    (['numpy==1.26.4', 'scipy>=1.11,<2', 'einops'], []),
+    (['numpy==1.26.4', 'numpy==1.26.4'], []),
+    (['numpy==1.26.4', 'numpy==2.0.1'],
+     ['pytorch_extra_packages pins numpy to different versions (pytorch_extra_packages[0] ==1.26.4, '
+      'pytorch_extra_packages[1] ==2.0.1): pip cannot install both; keep one pin']),
+    (['PyYAML==6.0.1', 'pyyaml == 6.0.2'],
+     ['pytorch_extra_packages pins pyyaml to different versions (pytorch_extra_packages[0] ==6.0.1, '
+      'pytorch_extra_packages[1] ==6.0.2): pip cannot install both; keep one pin']),
+    (['flash_attn==2.6.3', 'flash-attn===2.7.0; python_version >= "3.10"'],
+     ['pytorch_extra_packages pins flash-attn to different versions (pytorch_extra_packages[0] ==2.6.3, '
+      'pytorch_extra_packages[1] ==2.7.0): pip cannot install both; keep one pin']),
+    # Not a list, or not strings: the type checks report those.
+    ('numpy==1 numpy==2', []), ([1, None], []),
+])
+def test_pip_pin_conflicts(requirements, expected):
+    assert pytorch.pip_pin_conflicts(requirements) == expected

@@ -160,3 +160,17 @@ def test_partition_lines(partitions, expected):
 def test_filters_are_exported():
     assert FilterModule().filters() == {'slurm_partition_problems': slurm_partition_problems,
                                         'slurm_partition_lines': slurm_partition_lines}
+
+
+# Round 9 (issue 25): an unquoted H:00:00 reaches the filter as a base-60 number, which Slurm would read as minutes.
+@pytest.mark.parametrize('value, words', [
+    (3600, "is the number 3600: quote it (YAML reads an unquoted 1:00:00 as 3600"),
+    (259200, "write '1:00:00' for hours, or '259200' quoted if minutes are meant"),
+])
+def test_base60_max_time_is_refused(value, words):
+    assert words in slurm_time_problem(value)
+
+
+@pytest.mark.parametrize('value', [90, 60, 1440, 3601, '3600', '1:00:00'])
+def test_minutes_and_quoted_times_pass(value):
+    assert slurm_time_problem(value) is None

@@ -15,6 +15,8 @@ from ansible_collections.trainstack.cluster.plugins.filter.validation import (
     argument_spec_choices,
     argument_spec_types,
     conf_value_problems,
+    inventory_host_problems,
+    path_overlap_problems,
     type_problems,
     unknown_entries,
     unknown_variables,
@@ -405,3 +407,61 @@ def test_role_defaults_fit_their_formats(role):
 def test_every_role_is_read():
     assert {"base", "cuda", "nccl", "nvidia_driver", "preflight", "slurm"} <= set(ROLE_SPECS)
     assert set(ROLE_FORMATS) <= set(ROLE_SPECS)
+
+
+# Round 9 (issue 25): a host delegated to must be an inventory host; two roles' directories must be apart.
+@pytest.mark.parametrize("values, hosts, expected", [
+    ({"upgrade_slurm_controller": "ctl01"}, ["ctl01", "gpu01"], []),
+    ({"upgrade_slurm_controller": "", "acceptance_drain_host": None}, ["gpu01"], []),
+    ({"upgrade_slurm_controller": "ctl1"}, ["ctl01", "gpu01"],
+     ['upgrade_slurm_controller must name a host of the inventory (the host its tasks are delegated to), got "ctl1" (did you mean ctl01?)']),
+    ({"nvidia_driver_reboot_slurm_controller": "slurm-head.example.com"}, ["gpu01"],
+     ['nvidia_driver_reboot_slurm_controller must name a host of the inventory (the host its tasks are delegated to), '
+      'got "slurm-head.example.com"']),
+    ({"acceptance_drain_host": ["ctl01"]}, ["ctl01"],
+     ['acceptance_drain_host must name a host of the inventory (the host its tasks are delegated to), got ["ctl01"]']),
+])
+def test_inventory_host_problems(values, hosts, expected):
+    assert inventory_host_problems(values, hosts) == expected
+
+
+@pytest.mark.parametrize("paths, expected", [
+    ({"build_artifact_root": "/opt/trainstack", "build_artifact_build_dir": "/var/tmp/trainstack-build",
+      "acceptance_scratch_dir": "/var/tmp/trainstack-acceptance"}, []),
+    # A shared prefix of the name is not nesting.
+    ({"build_artifact_root": "/opt/trainstack", "acceptance_scratch_dir": "/opt/trainstack-acceptance"}, []),
+    ({"build_artifact_root": "/var/tmp/trainstack-acceptance", "acceptance_scratch_dir": "/var/tmp/trainstack-acceptance"},
+     ["build_artifact_root and acceptance_scratch_dir are the same directory (/var/tmp/trainstack-acceptance): "
+      "each needs a directory of its own"]),
+    ({"build_artifact_root": "/opt/trainstack", "build_artifact_build_dir": "/opt/trainstack/build"},
+     ["build_artifact_build_dir (/opt/trainstack/build) lies inside build_artifact_root (/opt/trainstack): "
+      "each needs a directory of its own, apart from the other's"]),
+    ({"build_artifact_root": "/srv/x/y", "acceptance_scratch_dir": "/srv/x"},
+     ["build_artifact_root (/srv/x/y) lies inside acceptance_scratch_dir (/srv/x): each needs a directory of its own, apart from the other's"]),
+    # Wrong types and relative paths are the format checks' to report.
+    ({"build_artifact_root": ["/opt"], "acceptance_scratch_dir": "relative"}, []),
+])
+def test_path_overlap_problems(paths, expected):
+    assert path_overlap_problems(paths) == expected
+
+
+@pytest.mark.parametrize("values, expected", [
+    # A whole number with a control character is not one (argument validation would read "8690\n" as 8690).
+    ({"build_artifact_serve_port": "8690\n"}, ['build_artifact_serve_port must be a whole number, got "8690\\n"']),
+    ({"build_artifact_serve_port": " 8690 "}, []),
+])
+def test_whole_numbers_with_control_characters(values, expected):
+    assert type_problems(values, {"build_artifact_serve_port": "int"}) == expected
+
+
+@pytest.mark.parametrize("value, expected", [
+    (8, []), ("auto", []), (0, []),
+    (-1, ["nhc_gpu_count must be at least 0, got -1 (or one of: 'auto')"]),
+    ("eight", ["nhc_gpu_count must be a number (or one of: 'auto')"]),
+])
+def test_nhc_gpu_count_rule(value, expected):
+    formats = yaml.safe_load(open(os.path.join(ROOT_FOR_FORMATS, "roles", "nhc", "meta", "value_formats.yml"), encoding="utf-8"))
+    assert conf_value_problems({"nhc_gpu_count": value}, formats["value_formats"]) == expected
+
+
+ROOT_FOR_FORMATS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))

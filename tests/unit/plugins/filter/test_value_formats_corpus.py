@@ -105,7 +105,9 @@ RANGE_VARIABLES = sorted((name, fmt) for name, fmt in DECLARED.items()
 
 
 # {words: [...], format: fmt}: each word is accepted, otherwise the format's rows apply.
-WORD_VARIABLES = sorted((name, fmt) for name, fmt in DECLARED.items() if isinstance(fmt, dict) and "words" in fmt)
+# A word or a named format; a word or a range (nhc_gpu_count: auto or a count) is tried in test_validation.py.
+WORD_VARIABLES = sorted((name, fmt) for name, fmt in DECLARED.items()
+                        if isinstance(fmt, dict) and "words" in fmt and isinstance(fmt["format"], str))
 
 
 def _base(fmt):
