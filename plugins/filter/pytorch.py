@@ -197,7 +197,7 @@ def pip_pin_conflicts(requirements, variable='pytorch_extra_packages'):
             pins.setdefault(key, []).append((index, version))
     out = []
     for key in sorted(pins):
-        versions = sorted(set(version for _, version in pins[key]))
+        versions = sorted(set(version for _index, version in pins[key]))
         if len(versions) > 1:
             out.append('%s pins %s to different versions (%s): pip cannot install both; keep one pin'
                        % (variable, key, ', '.join('%s[%d] ==%s' % (variable, index, version) for index, version in pins[key])))
