@@ -69,7 +69,7 @@ def main():
             path = os.path.join(directory, 'preload.yml' if preload else 'plain.yml')
             with open(path, 'w', encoding='utf-8') as handle:
                 handle.write(playbook(args.tasks, preload))
-            runs = [run(path, inventory) for _ in range(args.repeats)]
+            runs = [run(path, inventory) for dummy in range(args.repeats)]
             results[preload] = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
     units = args.tasks * args.hosts
     print('%d tasks x %d hosts, median of %d runs' % (args.tasks, args.hosts, args.repeats))
